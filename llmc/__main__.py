@@ -1,0 +1,3 @@
+from llmc.cli import main
+
+main()

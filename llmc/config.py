@@ -1,0 +1,247 @@
+"""Typed configuration.
+
+Precedence, lowest first: built-in defaults < ``~/.config/llmc/config.toml`` (XDG) <
+``<repo>/llmc.toml`` < ``LLMC_<SECTION>__<KEY>`` environment variables < command-line flags.
+Every value remembers where it came from (``llmc config`` prints it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llmc.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ENV_PREFIX = "LLMC_"
+REPO_CONFIG_NAME = "llmc.toml"
+
+
+@dataclass
+class IndexConfig:
+    include: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    max_file_size: int = 1_048_576
+    skip_dirs: list[str] = field(
+        default_factory=lambda: [
+            "node_modules", ".venv", "venv", "env", ".tox", ".nox", "dist", "build",
+            "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", "target",
+            "vendor", "third_party", ".git", ".hg", ".svn", ".llmc", ".idea", ".vscode",
+            "site-packages", ".eggs", "coverage", "htmlcov", ".next", ".nuxt", "bower_components",
+        ]
+    )
+    index_secrets: bool = False
+    max_span_lines: int = 120
+    span_overlap_lines: int = 10
+    window_lines: int = 60
+    languages: list[str] = field(default_factory=list)
+    lock_timeout: float = 300.0
+
+
+@dataclass
+class EmbeddingConfig:
+    code_model: str = "default"
+    docs_model: str = "default"
+    device: str = "auto"
+    precision: str = "auto"
+    batch_size: int = 64
+    max_seq_length: int = 256
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+
+@dataclass
+class SearchConfig:
+    k: int = 10
+    route: str = "auto"
+    bm25_depth: int = 50
+    dense_depth: int = 50
+    fusion: str = "rrf"
+    rrf_k: int = 60
+    max_per_file: int = 3
+    exact_symbol: bool = True
+    snippet_lines: int = 12
+    bm25: bool = True
+    dense: bool = True
+    routing: bool = True
+    dense_floor: float = 0.2
+
+
+@dataclass
+class GraphConfig:
+    enabled: bool = True
+
+
+@dataclass
+class Config:
+    index: IndexConfig = field(default_factory=IndexConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    graph: GraphConfig = field(default_factory=GraphConfig)
+    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def items(self) -> list[tuple[str, Any, str]]:
+        """Every ``section.key``, its effective value and where it came from."""
+        out = []
+        for section in _sections():
+            obj = getattr(self, section.name)
+            for f in dataclasses.fields(obj):
+                key = f"{section.name}.{f.name}"
+                out.append((key, getattr(obj, f.name), self.sources.get(key, "default")))
+        return out
+
+
+def _sections() -> tuple[dataclasses.Field, ...]:
+    return tuple(f for f in dataclasses.fields(Config) if f.name != "sources")
+
+
+def user_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "llmc" / "config.toml"
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _expected(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin in (list,):
+        return "a list of strings"
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_expected(a) for a in typing.get_args(tp))
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(
+        tp, str(tp)
+    )
+
+
+def _coerce(value: Any, tp: Any, where: str, key: str, from_text: bool) -> Any:
+    """Check (TOML) or parse (env / flag text) ``value`` against the declared type."""
+    origin = typing.get_origin(tp)
+    bad = ConfigError(f"{where}: {key} must be {_expected(tp)}, got {value!r}")
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None or (from_text and value in ("", "none", "null")):
+            if type(None) in args:
+                return None
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return _coerce(value, a, where, key, from_text)
+            except ConfigError:
+                continue
+        raise bad
+    if origin is list:
+        if from_text and isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return list(value)
+        raise bad
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        if from_text and isinstance(value, str):
+            low = value.strip().lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+        raise bad
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if from_text and isinstance(value, str):
+            try:
+                return int(value.replace("_", ""))
+            except ValueError:
+                raise bad from None
+        raise bad
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if from_text and isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                raise bad from None
+        raise bad
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise bad
+    raise bad  # pragma: no cover
+
+
+def _set(cfg: Config, key: str, value: Any, source: str, from_text: bool) -> None:
+    section_name, _, name = key.partition(".")
+    sections = {f.name: f for f in _sections()}
+    if section_name not in sections:
+        raise ConfigError(
+            f"{source}: unknown section [{section_name}] (expected one of: "
+            f"{', '.join(sorted(sections))})"
+        )
+    section = getattr(cfg, section_name)
+    hints = _hints(type(section))
+    if name not in hints:
+        known = ", ".join(sorted(hints))
+        raise ConfigError(f"{source}: unknown key {key} (known keys in [{section_name}]: {known})")
+    setattr(section, name, _coerce(value, hints[name], source, key, from_text))
+    cfg.sources[key] = source
+
+
+def _load_toml(cfg: Config, path: Path) -> None:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    for section_name, body in data.items():
+        if not isinstance(body, dict):
+            raise ConfigError(
+                f"{path}: {section_name} must be a [section] table, got {body!r}"
+            )
+        for name, value in body.items():
+            _set(cfg, f"{section_name}.{name}", value, str(path), from_text=False)
+
+
+def _load_env(cfg: Config, environ: typing.Mapping[str, str]) -> None:
+    for var, value in sorted(environ.items()):
+        if not var.startswith(ENV_PREFIX) or "__" not in var:
+            continue
+        section_name, _, name = var[len(ENV_PREFIX) :].partition("__")
+        _set(cfg, f"{section_name.lower()}.{name.lower()}", value, f"env {var}", from_text=True)
+
+
+def load_config(
+    repo: Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    environ: typing.Mapping[str, str] | None = None,
+    user_path: Path | None = None,
+) -> Config:
+    """Build the effective config for ``repo``; ``overrides`` are command-line flags."""
+    cfg = Config()
+    user = user_path if user_path is not None else user_config_path()
+    if user.is_file():
+        _load_toml(cfg, user)
+    if repo is not None and (repo / REPO_CONFIG_NAME).is_file():
+        _load_toml(cfg, repo / REPO_CONFIG_NAME)
+    _load_env(cfg, os.environ if environ is None else environ)
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            _set(cfg, key, value, "flag", from_text=isinstance(value, str))
+    return cfg
+
+
+__all__ = ["Config", "EmbeddingConfig", "GraphConfig", "IndexConfig", "SearchConfig", "load_config"]

@@ -1,0 +1,421 @@
+"""Incremental, crash-safe indexing: walk → diff by stat and hash → chunk → embed → store.
+
+Crash safety rests on the generation counter. Before its first write a run advances the
+store's generation; derived indexes (tantivy, the graph) record the generation they were
+built from once they are up to date. After a crash they disagree with the store, and the
+next run rebuilds them from SQLite. Each file's spans and vectors are swapped in one
+SQLite transaction, so the store itself is always consistent.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from llmc.config import Config
+from llmc.index.walk import WalkedFile, read_text, walk
+from llmc.paths import db_path, lexical_path, lock_path
+from llmc.store.db import Store, VectorSpace, embed_hash
+from llmc.types import CODE, DOC, IndexSummary, SkippedFile, Span, StoredSpan, text_hash
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SPANS_PER_SECOND = 40.0  # used by --dry-run before any throughput was measured
+EMBED_BATCH_SPANS = 512
+
+
+class Progress(Protocol):
+    def phase(self, name: str, total: int | None) -> None: ...
+
+    def advance(self, n: int = 1) -> None: ...
+
+    def note(self, message: str) -> None: ...
+
+
+class _Silent:
+    def phase(self, name: str, total: int | None) -> None:
+        pass
+
+    def advance(self, n: int = 1) -> None:
+        pass
+
+    def note(self, message: str) -> None:
+        log.info(message)
+
+
+@dataclass
+class _Parsed:
+    file: WalkedFile
+    lang: str | None
+    category: str | None
+    content_hash: str
+    spans: list[Span]
+
+
+def _chunk(rel: str, text: str, cfg: Config) -> tuple[str | None, str | None, list[Span]]:
+    from llmc.index.chunk import chunk_file
+    from llmc.index.languages import detect_language
+
+    first_line = text.split("\n", 1)[0][:200]
+    lang, category = detect_language(rel, first_line)
+    return lang, category, chunk_file(rel, text, lang, category, cfg.index)
+
+
+class Indexer:
+    """Indexes one repository. Use ``run()``; it takes the writer lock itself."""
+
+    def __init__(
+        self,
+        root: Path,
+        cfg: Config,
+        progress: Progress | None = None,
+        embedder_factory: Callable[[str], object] | None = None,
+    ):
+        self.root = root.resolve()
+        self.cfg = cfg
+        self.progress = progress or _Silent()
+        self._embedder_factory = embedder_factory
+        self._embedders: dict[str, object] = {}
+
+    # -- models -------------------------------------------------------------------------------
+    def embedder(self, category: str):
+        if category not in self._embedders:
+            if self._embedder_factory is not None:
+                self._embedders[category] = self._embedder_factory(category)
+            else:
+                from llmc.models.embedder import embedder_from_config
+
+                self._embedders[category] = embedder_from_config(self.cfg.embedding, category)
+        return self._embedders[category]
+
+    def model_id(self, category: str) -> str:
+        if self._embedder_factory is not None:
+            return self.embedder(category).model_id
+        from llmc.models.embedder import resolved_model_id
+
+        return resolved_model_id(self.cfg.embedding, category)
+
+    # -- entry points --------------------------------------------------------------------------
+    def run(self, full: bool = False) -> IndexSummary:
+        from llmc.index.lock import IndexLock
+
+        lock = IndexLock(
+            lock_path(self.root), timeout=self.cfg.index.lock_timeout, on_wait=self.progress.note
+        )
+        with lock:
+            store = Store(db_path(self.root))
+            try:
+                return self._run_locked(store, full)
+            finally:
+                store.close()
+
+    def plan(self) -> IndexSummary:
+        """What a run would do, writing nothing (``--dry-run``)."""
+        started = time.perf_counter()
+        summary = IndexSummary(dry_run=True)
+        path = db_path(self.root)
+        store = Store(path, readonly=True) if path.exists() else None
+        try:
+            known = store.files() if store else {}
+            walked = walk(self.root, self.cfg.index)
+            summary.skipped = list(walked.skipped)
+            summary.files_seen = len(walked.files)
+            changed, unchanged = self._diff(walked.files, known, full=False)
+            summary.files_unchanged = len(unchanged)
+            parsed = self._parse(changed, known, summary, full=False)
+            summary.files_indexed = len(parsed)
+            summary.files_removed = len(set(known) - {f.path for f in walked.files})
+            spans = [s for p in parsed for s in p.spans]
+            cached = set()
+            if store is not None:
+                for category in (CODE, DOC):
+                    space = store.vector_space(category)
+                    if space and space.model_id == self.model_id(category):
+                        hashes = [embed_hash(s) for s in spans if s.category == category]
+                        cached |= set(store.cached_vectors(space.model_id, hashes))
+            todo = [s for s in spans if embed_hash(s) not in cached]
+            rate = float(
+                (store.get_meta("throughput.spans_per_s") if store else None)
+                or DEFAULT_SPANS_PER_SECOND
+            )
+            summary.estimated_spans = len(spans)
+            summary.embed_cached = len(spans) - len(todo)
+            summary.estimated_embed_seconds = len(todo) / max(rate, 1e-6)
+            for p in parsed:
+                lang = p.lang or "text"
+                summary.files_by_lang[lang] = summary.files_by_lang.get(lang, 0) + 1
+                for s in p.spans:
+                    summary.spans_by_kind[s.kind] = summary.spans_by_kind.get(s.kind, 0) + 1
+        finally:
+            if store:
+                store.close()
+        summary.seconds = time.perf_counter() - started
+        return summary
+
+    # -- the run -------------------------------------------------------------------------------
+    def _run_locked(self, store: Store, full: bool) -> IndexSummary:
+        from llmc.store.lexical import LexicalIndex
+
+        started = time.perf_counter()
+        summary = IndexSummary()
+        lexical = LexicalIndex(lexical_path(self.root))
+        if lexical.generation != store.generation and store.generation > 0:
+            self.progress.note(
+                f"lexical index reflects generation {lexical.generation}, store is at "
+                f"{store.generation}: rebuilding it from SQLite"
+            )
+            lexical.rebuild(store.iter_spans(), store.generation)
+            summary.repaired.append("lexical")
+
+        self.progress.phase("scanning", None)
+        walked = walk(self.root, self.cfg.index)
+        summary.skipped = list(walked.skipped)
+        summary.files_seen = len(walked.files)
+        known = store.files()
+        changed, unchanged = self._diff(walked.files, known, full)
+        summary.files_unchanged = len(unchanged)
+
+        reembed = self._ensure_vector_spaces(store, summary)
+        parsed = self._parse(changed, known, summary, full, store=store)
+        walked_paths = {f.path for f in walked.files} - {s.path for s in summary.skipped}
+        removed = sorted(set(known) - walked_paths)
+        missing_vectors = store.span_ids_missing_vectors() if reembed else []
+
+        if not parsed and not removed and not missing_vectors:
+            summary.generation = store.generation
+            self._finish_derived(store, lexical, [], [], summary)
+            summary.seconds = time.perf_counter() - started
+            self._totals(store, summary)
+            return summary
+
+        generation = store.bump_generation()
+        summary.generation = generation
+        if missing_vectors:
+            self._reembed(store, missing_vectors, summary)
+        written = self._write(store, parsed, generation, summary)
+        summary.files_removed = store.remove_files(removed)
+        changed_paths = [p.file.path for p in parsed]
+        lexical.update([*removed, *changed_paths], written, generation)
+        self._finish_derived(store, lexical, changed_paths, removed, summary)
+        store.prune_cache()
+        summary.seconds = time.perf_counter() - started
+        if summary.embedded and summary.embed_seconds > 0:
+            store.set_meta(
+                "throughput.spans_per_s", f"{summary.embedded / summary.embed_seconds:.1f}"
+            )
+        store.set_meta("indexed_at", str(time.time()))
+        self._totals(store, summary)
+        return summary
+
+    def _totals(self, store: Store, summary: IndexSummary) -> None:
+        summary.spans_total = store.counts()["spans"]
+
+    def _finish_derived(
+        self,
+        store: Store,
+        lexical,
+        changed: list[str],
+        removed: list[str],
+        summary: IndexSummary,
+    ) -> None:
+        if lexical.generation != store.generation:
+            lexical.rebuild(store.iter_spans(), store.generation)
+        if not self.cfg.graph.enabled:
+            return
+        try:
+            from llmc.graph.build import update_graph
+        except ImportError:
+            return
+        self.progress.phase("graph", None)
+        try:
+            update_graph(self.root, store, changed, removed, store.generation)
+        except Exception as e:  # noqa: BLE001 - the graph is derived; the index stays usable
+            log.warning("graph update failed (%s); `llmc index` will rebuild it next run", e)
+
+    def _diff(
+        self, files: list[WalkedFile], known: dict, full: bool
+    ) -> tuple[list[WalkedFile], list[WalkedFile]]:
+        """Split by stat alone: an unchanged file costs nothing more."""
+        changed, unchanged = [], []
+        for f in files:
+            rec = known.get(f.path)
+            if (
+                not full
+                and rec is not None
+                and rec.size == f.size
+                and rec.mtime_ns == f.mtime_ns
+            ):
+                unchanged.append(f)
+            else:
+                changed.append(f)
+        return changed, unchanged
+
+    def _parse(
+        self,
+        files: list[WalkedFile],
+        known: dict,
+        summary: IndexSummary,
+        full: bool,
+        store: Store | None = None,
+    ) -> list[_Parsed]:
+        languages = set(self.cfg.index.languages)
+        self.progress.phase("parsing", len(files))
+        out: list[_Parsed] = []
+        for f in files:
+            self.progress.advance()
+            read = read_text(self.root, f.path)
+            if read.skipped is not None:
+                summary.skipped.append(read.skipped)
+                continue
+            digest = text_hash(read.text)
+            rec = known.get(f.path)
+            if not full and rec is not None and rec.content_hash == digest:
+                if store is not None:
+                    store.touch_file(f.path, f.size, f.mtime_ns)
+                summary.files_unchanged += 1
+                continue
+            try:
+                lang, category, spans = _chunk(f.path, read.text, self.cfg)
+            except Exception as e:  # noqa: BLE001 - one bad file never stops the run
+                log.debug("chunking %s failed: %s", f.path, e, exc_info=True)
+                summary.skipped.append(SkippedFile(f.path, "parse-error", str(e)[:200]))
+                continue
+            if languages and (lang or "text") not in languages:
+                summary.skipped.append(
+                    SkippedFile(f.path, "language-not-selected", f"{lang} not in index.languages")
+                )
+                continue
+            out.append(_Parsed(f, lang, category, digest, spans))
+            summary.files_by_lang[lang or "text"] = summary.files_by_lang.get(lang or "text", 0) + 1
+            for s in spans:
+                summary.spans_by_kind[s.kind] = summary.spans_by_kind.get(s.kind, 0) + 1
+        for s in summary.skipped:
+            log.info("skip %s: %s (%s)", s.path, s.reason, s.detail)
+        return out
+
+    def _ensure_vector_spaces(self, store: Store, summary: IndexSummary) -> bool:
+        """Create vec tables for the configured models; True when a model changed."""
+        changed = False
+        for category in (CODE, DOC):
+            model_id = self.model_id(category)
+            current = store.vector_space(category)
+            if current is not None and current.model_id == model_id:
+                store.ensure_vector_space(category, current)
+                continue
+            dim = self.embedder(category).dim
+            if store.ensure_vector_space(category, VectorSpace(model_id, dim)):
+                changed = True
+                self.progress.note(
+                    f"embedding model for {category} changed from {current.model_id} to "
+                    f"{model_id}: re-embedding every {category} span"
+                )
+        summary.model_changed = changed
+        return changed
+
+    def _vectors(
+        self, store: Store, spans: list[Span], summary: IndexSummary
+    ) -> list[np.ndarray]:
+        """Vectors for ``spans``: from the (model, text hash) cache, else embedded now."""
+        out: list[np.ndarray | None] = [None] * len(spans)
+        for category in (CODE, DOC):
+            idx = [i for i, s in enumerate(spans) if s.category == category]
+            if not idx:
+                continue
+            model_id = self.model_id(category)
+            hashes = [embed_hash(spans[i]) for i in idx]
+            cached = store.cached_vectors(model_id, hashes)
+            todo: dict[str, str] = {}
+            hits = 0
+            for i, h in zip(idx, hashes, strict=True):
+                if h in cached:
+                    out[i] = cached[h]
+                    hits += 1
+                else:
+                    todo.setdefault(h, spans[i].embed_text)
+            summary.embed_cached += hits
+            self.progress.advance(hits)
+            if todo:
+                started = time.perf_counter()
+                texts = list(todo.values())
+                vectors = self.embedder(category).embed_passages(
+                    texts, progress=self.progress.advance
+                )
+                summary.embed_seconds += time.perf_counter() - started
+                summary.embedded += len(texts)
+                fresh = dict(zip(todo.keys(), vectors, strict=True))
+                store.cache_vectors(model_id, fresh.items())
+                for i, h in zip(idx, hashes, strict=True):
+                    if out[i] is None:
+                        out[i] = fresh[h]
+        return out  # type: ignore[return-value]
+
+    def _write(
+        self, store: Store, parsed: list[_Parsed], generation: int, summary: IndexSummary
+    ) -> list[StoredSpan]:
+        total = sum(len(p.spans) for p in parsed)
+        self.progress.phase("embedding", total)
+        written: list[StoredSpan] = []
+        batch: list[_Parsed] = []
+        batch_spans = 0
+
+        def flush() -> None:
+            spans = [s for p in batch for s in p.spans]
+            vectors = self._vectors(store, spans, summary)
+            pos = 0
+            for p in batch:
+                vecs = vectors[pos : pos + len(p.spans)]
+                pos += len(p.spans)
+                ids = store.replace_file(
+                    p.file.path, p.lang, p.category, p.file.size, p.file.mtime_ns,
+                    p.content_hash, p.spans, vecs, generation,
+                )
+                written.extend(StoredSpan(i, s) for i, s in zip(ids, p.spans, strict=True))
+                summary.files_indexed += 1
+                summary.spans_written += len(p.spans)
+
+        for p in parsed:
+            batch.append(p)
+            batch_spans += len(p.spans)
+            if batch_spans >= EMBED_BATCH_SPANS:
+                flush()
+                batch, batch_spans = [], 0
+        if batch:
+            flush()
+        return written
+
+    def _reembed(
+        self, store: Store, missing: list[tuple[int, str]], summary: IndexSummary
+    ) -> None:
+        ids = [i for i, _ in missing]
+        spans = store.spans_by_ids(ids)
+        self.progress.phase("re-embedding", len(ids))
+        for start in range(0, len(ids), EMBED_BATCH_SPANS):
+            chunk = [spans[i] for i in ids[start : start + EMBED_BATCH_SPANS] if i in spans]
+            vectors = self._vectors(store, [s.span for s in chunk], summary)
+            for category in (CODE, DOC):
+                items = [
+                    (s.id, v)
+                    for s, v in zip(chunk, vectors, strict=True)
+                    if s.span.category == category
+                ]
+                if items:
+                    store.set_vectors(category, items)
+
+
+def index_repo(
+    root: Path, cfg: Config, full: bool = False, progress: Progress | None = None
+) -> IndexSummary:
+    return Indexer(root, cfg, progress).run(full=full)
+
+
+def plan_index(root: Path, cfg: Config, progress: Progress | None = None) -> IndexSummary:
+    return Indexer(root, cfg, progress).plan()
+
+
+__all__ = ["Indexer", "Progress", "index_repo", "plan_index"]

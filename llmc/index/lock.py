@@ -1,0 +1,79 @@
+"""One writer at a time: an exclusive ``flock`` on ``.llmc/index.lock``.
+
+The lock file holds the holder's pid and command, so a second writer can say who it is
+waiting for. The kernel drops the lock when its holder dies (kill -9 included), so a
+stale lock file never blocks anyone.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from llmc.errors import IndexLockedError
+
+log = logging.getLogger(__name__)
+
+
+class IndexLock:
+    def __init__(self, path: Path, timeout: float = 300.0, on_wait=None):
+        self.path = Path(path)
+        self.timeout = timeout
+        self.on_wait = on_wait
+        self._fd: int | None = None
+
+    def holder(self) -> str:
+        try:
+            return self.path.read_text(encoding="utf-8").strip() or "unknown process"
+        except OSError:
+            return "unknown process"
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + self.timeout
+        told = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise IndexLockedError(
+                        f"the index is being written by {self.holder()} "
+                        f"(waited {self.timeout:.0f}s; lock {self.path})"
+                    ) from None
+                if not told:
+                    told = True
+                    message = f"waiting for the index writer lock held by {self.holder()}"
+                    log.warning(message)
+                    if self.on_wait:
+                        self.on_wait(message)
+                time.sleep(0.1)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}: {' '.join(sys.argv[:3])}".encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                os.ftruncate(self._fd, 0)
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> IndexLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+__all__ = ["IndexLock"]

@@ -1,0 +1,227 @@
+"""Find the files to index, and say why each other file is skipped.
+
+In a git work tree the file list is git's own (tracked plus untracked-not-ignored), so
+llmc sees exactly what the developer sees. Elsewhere ``.gitignore`` files are honoured
+with pathspec. This step costs one ``stat`` per file; content checks (binary,
+undecodable) happen only for files whose stat changed (see ``read_text``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+
+from llmc.config import IndexConfig
+from llmc.types import SkippedFile
+
+log = logging.getLogger(__name__)
+
+SECRET_PATTERNS = [
+    ".env", ".env.*", "*.env", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks",
+    "*.keystore", "*.kdbx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc",
+    ".pgpass", ".npmrc", ".pypirc", ".htpasswd", ".git-credentials", "credentials",
+    "credentials.json", "credentials.yml", "credentials.yaml", "secrets.json", "secrets.yml",
+    "secrets.yaml", "secrets.toml", "*.secret", "*.secrets", "service-account*.json",
+    "*.tfstate", "*.tfvars",
+]
+
+# Reasons, as counted in the summary and printed by `llmc index -v`.
+VENDORED = "vendored-or-generated-dir"
+SECRET = "secret"
+EXCLUDED = "excluded-by-config"
+TOO_LARGE = "too-large"
+BINARY = "binary"
+UNDECODABLE = "undecodable"
+SYMLINK_OUTSIDE = "symlink-outside-repo"
+UNREADABLE = "unreadable"
+NOT_A_FILE = "not-a-regular-file"
+EMPTY = "empty"
+
+
+@dataclass(frozen=True)
+class WalkedFile:
+    path: str  # repo-relative, posix
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class WalkResult:
+    files: list[WalkedFile]
+    skipped: list[SkippedFile]
+    used_git: bool
+
+
+def _git_files(root: Path) -> list[str] | None:
+    try:
+        out = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=root, capture_output=True, timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    names = out.stdout.decode("utf-8", "surrogateescape").split("\0")
+    return sorted({n for n in names if n})
+
+
+def _gitignore_files(root: Path, skip_dirs: set[str]) -> list[str]:
+    """Walk without git, honouring every .gitignore relative to its own directory."""
+    specs: list[tuple[str, pathspec.PathSpec]] = []
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        rel_dir = Path(dirpath).relative_to(root).as_posix()
+        rel_dir = "" if rel_dir == "." else rel_dir
+        if ".gitignore" in filenames:
+            try:
+                lines = (Path(dirpath) / ".gitignore").read_text("utf-8", "replace").splitlines()
+                specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
+            except OSError:
+                pass
+
+        def ignored(rel: str, is_dir: bool) -> bool:
+            for base, spec in specs:
+                if base and not rel.startswith(base + "/"):
+                    continue
+                sub = rel[len(base) + 1 :] if base else rel
+                if spec.match_file(sub + "/" if is_dir else sub):
+                    return True
+            return False
+
+        keep = []
+        for d in sorted(dirnames):
+            rel = f"{rel_dir}/{d}" if rel_dir else d
+            if d in skip_dirs or d == ".git":
+                out.append(rel + "/")  # reported as a vendored dir below
+            elif not ignored(rel, True):
+                keep.append(d)
+        dirnames[:] = keep
+        for f in sorted(filenames):
+            rel = f"{rel_dir}/{f}" if rel_dir else f
+            if not ignored(rel, False):
+                out.append(rel)
+    return out
+
+
+def is_secret(rel_path: str) -> bool:
+    name = rel_path.rsplit("/", 1)[-1]
+    return _secret_spec().match_file(name)
+
+
+_SECRET_SPEC: pathspec.PathSpec | None = None
+
+
+def _secret_spec() -> pathspec.PathSpec:
+    global _SECRET_SPEC
+    if _SECRET_SPEC is None:
+        _SECRET_SPEC = pathspec.GitIgnoreSpec.from_lines(SECRET_PATTERNS)
+    return _SECRET_SPEC
+
+
+def walk(root: Path, cfg: IndexConfig) -> WalkResult:
+    """List indexable files under ``root`` with their stat; every other file gets a reason."""
+    root = root.resolve()
+    skip_dirs = set(cfg.skip_dirs)
+    names = _git_files(root)
+    used_git = names is not None
+    if names is None:
+        names = _gitignore_files(root, skip_dirs)
+    include = pathspec.GitIgnoreSpec.from_lines(cfg.include) if cfg.include else None
+    exclude = pathspec.GitIgnoreSpec.from_lines(cfg.exclude) if cfg.exclude else None
+    files: list[WalkedFile] = []
+    skipped: list[SkippedFile] = []
+    reported_dirs: set[str] = set()
+    for rel in names:
+        if rel.endswith("/"):
+            if rel not in reported_dirs:
+                reported_dirs.add(rel)
+                skipped.append(SkippedFile(rel, VENDORED, "directory not walked"))
+            continue
+        parts = rel.split("/")
+        vendored = next((p for p in parts[:-1] if p in skip_dirs), None)
+        if vendored is not None:
+            prefix = "/".join(parts[: parts.index(vendored) + 1]) + "/"
+            if prefix not in reported_dirs:
+                reported_dirs.add(prefix)
+                skipped.append(SkippedFile(prefix, VENDORED, f"{vendored}/ is in index.skip_dirs"))
+            continue
+        if not cfg.index_secrets and is_secret(rel):
+            skipped.append(SkippedFile(rel, SECRET, "matches a secret-file pattern"))
+            continue
+        if exclude is not None and exclude.match_file(rel):
+            skipped.append(SkippedFile(rel, EXCLUDED, "matches index.exclude"))
+            continue
+        if include is not None and not include.match_file(rel):
+            skipped.append(SkippedFile(rel, EXCLUDED, "does not match index.include"))
+            continue
+        full = root / rel
+        try:
+            st = full.lstat()
+        except OSError:
+            continue  # deleted in the work tree but still in git's index: not a file now
+        if full.is_symlink():
+            try:
+                target = full.resolve(strict=True)
+            except (OSError, RuntimeError):
+                skipped.append(SkippedFile(rel, UNREADABLE, "broken symlink"))
+                continue
+            if not target.is_relative_to(root):
+                skipped.append(SkippedFile(rel, SYMLINK_OUTSIDE, f"points to {target}"))
+                continue
+            try:
+                st = target.stat()
+            except OSError:
+                skipped.append(SkippedFile(rel, UNREADABLE, "cannot stat symlink target"))
+                continue
+            if not target.is_file():
+                skipped.append(SkippedFile(rel, NOT_A_FILE, "symlink to a directory"))
+                continue
+        elif not full.is_file():
+            skipped.append(SkippedFile(rel, NOT_A_FILE, "not a regular file"))
+            continue
+        if st.st_size > cfg.max_file_size:
+            skipped.append(
+                SkippedFile(rel, TOO_LARGE, f"{st.st_size} bytes > {cfg.max_file_size}")
+            )
+            continue
+        files.append(WalkedFile(rel, st.st_size, st.st_mtime_ns))
+    return WalkResult(files, skipped, used_git)
+
+
+@dataclass(frozen=True)
+class FileText:
+    text: str | None
+    skipped: SkippedFile | None
+
+
+def read_text(root: Path, rel: str) -> FileText:
+    """Read a file as UTF-8 text, or say why it is not indexable text."""
+    try:
+        data = (root / rel).read_bytes()
+    except OSError as e:
+        return FileText(None, SkippedFile(rel, UNREADABLE, e.strerror or str(e)))
+    if b"\0" in data[:8192]:
+        return FileText(None, SkippedFile(rel, BINARY, "NUL byte in the first 8 KiB"))
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return FileText(None, SkippedFile(rel, UNDECODABLE, f"not UTF-8 at byte {e.start}"))
+    if not text.strip():
+        return FileText(None, SkippedFile(rel, EMPTY, "no text"))
+    return FileText(text, None)
+
+
+def skipped_paths(skipped: Iterable[SkippedFile]) -> set[str]:
+    return {s.path for s in skipped}
+
+
+__all__ = ["FileText", "WalkResult", "WalkedFile", "is_secret", "read_text", "walk"]

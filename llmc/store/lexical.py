@@ -1,0 +1,231 @@
+"""The tantivy BM25 index in ``.llmc/lexical/``: derived from SQLite, rebuildable.
+
+Each span is one document keyed by its span id. Text fields hold code-aware token
+strings (``tokens.py``) analysed by whitespace + lowercase + English stemming. Queries are
+built from term queries, never parsed, so user punctuation cannot raise. The index
+records the store generation it reflects in ``generation``; a mismatch means stale.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from llmc.errors import StoreError
+from llmc.store.tokens import code_tokens
+from llmc.types import StoredSpan
+
+log = logging.getLogger(__name__)
+
+ANALYZER = "llmc_code"
+GENERATION_FILE = "generation"
+SCHEMA_VERSION = "1"
+FIELD_BOOSTS = {"symbol": 3.0, "path": 1.5, "header": 1.5, "text": 1.0}
+MAX_QUERY_TOKENS = 64
+
+
+@dataclass(frozen=True)
+class LexicalHit:
+    span_id: int
+    score: float
+
+
+def _analyzer():
+    from tantivy import Filter, TextAnalyzerBuilder, Tokenizer
+
+    return (
+        TextAnalyzerBuilder(Tokenizer.whitespace())
+        .filter(Filter.remove_long(80))
+        .filter(Filter.lowercase())
+        .filter(Filter.stemmer("english"))
+        .build()
+    )
+
+
+def _schema():
+    import tantivy
+
+    b = tantivy.SchemaBuilder()
+    b.add_unsigned_field("span_id", stored=True, indexed=True, fast=True)
+    b.add_text_field("path_key", stored=False, tokenizer_name="raw", index_option="basic")
+    for name in FIELD_BOOSTS:
+        b.add_text_field(name, stored=False, tokenizer_name=ANALYZER, index_option="freq")
+    for name in ("kind", "lang", "category"):
+        b.add_text_field(name, stored=False, tokenizer_name="raw", index_option="basic")
+    return b.build()
+
+
+def _document(stored: StoredSpan):
+    import tantivy
+
+    span = stored.span
+    doc = tantivy.Document(
+        path_key=span.path,
+        path=" ".join(code_tokens(span.path)),
+        symbol=" ".join(code_tokens(f"{span.symbol} {span.qualname}")),
+        header=" ".join(code_tokens(span.header)),
+        text=" ".join(code_tokens(span.text)),
+        kind=span.kind,
+        lang=span.lang or "text",
+        category=span.category,
+    )
+    doc.add_unsigned("span_id", stored.id)
+    return doc
+
+
+class LexicalIndex:
+    """Open (or create) the tantivy index at ``path``."""
+
+    def __init__(self, path: Path):
+        import tantivy
+
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._analyzer = _analyzer()
+        try:
+            self.index = self._open(tantivy)
+        except (ValueError, OSError, RuntimeError) as e:
+            log.warning("lexical index at %s unreadable (%s); recreating it", self.path, e)
+            self._wipe()
+            self.index = self._open(tantivy)
+        self.schema = self.index.schema
+
+    def _open(self, tantivy):
+        schema_marker = self.path / "llmc_schema"
+        if schema_marker.exists() and schema_marker.read_text().strip() != SCHEMA_VERSION:
+            self._wipe()
+        index = tantivy.Index(_schema(), path=str(self.path), reuse=True)
+        index.register_tokenizer(ANALYZER, self._analyzer)
+        if not schema_marker.exists():
+            _atomic_write(schema_marker, SCHEMA_VERSION)
+        return index
+
+    def _wipe(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    # -- generation -----------------------------------------------------------------------
+    @property
+    def generation(self) -> int:
+        try:
+            return int((self.path / GENERATION_FILE).read_text().strip())
+        except (OSError, ValueError):
+            return -1
+
+    def _set_generation(self, generation: int) -> None:
+        _atomic_write(self.path / GENERATION_FILE, str(generation))
+
+    # -- writing ----------------------------------------------------------------------------
+    def update(
+        self, remove_paths: Iterable[str], add: Iterable[StoredSpan], generation: int
+    ) -> None:
+        """Delete every document of ``remove_paths``, add ``add``, commit, record generation."""
+        try:
+            writer = self.index.writer(heap_size=64_000_000, num_threads=1)
+            for path in remove_paths:
+                writer.delete_documents_by_term("path_key", path)
+            for stored in add:
+                writer.add_document(_document(stored))
+            writer.commit()
+            writer.wait_merging_threads()
+        except (ValueError, OSError, RuntimeError) as e:
+            raise StoreError(f"lexical index update failed: {e}") from e
+        self._set_generation(generation)
+        self.index.reload()
+
+    def rebuild(self, spans: Iterable[StoredSpan], generation: int) -> int:
+        """Replace the whole index with ``spans``; return how many were written."""
+        count = 0
+        try:
+            writer = self.index.writer(heap_size=128_000_000, num_threads=1)
+            writer.delete_all_documents()
+            for stored in spans:
+                writer.add_document(_document(stored))
+                count += 1
+            writer.commit()
+            writer.wait_merging_threads()
+        except (ValueError, OSError, RuntimeError) as e:
+            raise StoreError(f"lexical index rebuild failed: {e}") from e
+        self._set_generation(generation)
+        self.index.reload()
+        return count
+
+    # -- reading ----------------------------------------------------------------------------
+    def query_terms(self, query: str) -> list[str]:
+        """Analysed, de-duplicated query terms in first-seen order."""
+        tokens = code_tokens(query)[: MAX_QUERY_TOKENS * 2]
+        if not tokens:
+            return []
+        terms = self._analyzer.analyze(" ".join(tokens))
+        return list(dict.fromkeys(t for t in terms if t))[:MAX_QUERY_TOKENS]
+
+    def search(
+        self,
+        query: str,
+        limit: int,
+        category: str | None = None,
+        field_boosts: dict[str, float] | None = None,
+        extra_terms: dict[str, float] | None = None,
+    ) -> list[LexicalHit]:
+        """BM25 over symbol, path, header and text; ``extra_terms`` adds weighted terms."""
+        import tantivy
+
+        terms = {t: 1.0 for t in self.query_terms(query)}
+        for term, weight in (extra_terms or {}).items():
+            for analysed in self._analyzer.analyze(term):
+                terms[analysed] = max(terms.get(analysed, 0.0), weight)
+        if not terms or limit <= 0:
+            return []
+        boosts = field_boosts or FIELD_BOOSTS
+        should = []
+        for term, weight in terms.items():
+            for field, boost in boosts.items():
+                q = tantivy.Query.term_query(self.schema, field, term, index_option="freq")
+                should.append(
+                    (tantivy.Occur.Should, tantivy.Query.boost_query(q, boost * weight))
+                )
+        query_obj = tantivy.Query.boolean_query(should)
+        if category is not None:
+            query_obj = tantivy.Query.boolean_query(
+                [
+                    (tantivy.Occur.Must, query_obj),
+                    (
+                        tantivy.Occur.Must,
+                        tantivy.Query.term_query(self.schema, "category", category),
+                    ),
+                ]
+            )
+        searcher = self.index.searcher()
+        result = searcher.search(query_obj, limit)
+        hits = []
+        for score, address in result.hits:
+            doc = searcher.doc(address)
+            hits.append(LexicalHit(int(doc["span_id"][0]), float(score)))
+        return hits
+
+    def num_docs(self) -> int:
+        return self.index.searcher().num_docs
+
+    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        """How many spans contain each analysed term (any text field)."""
+        searcher = self.index.searcher()
+        out = {}
+        for term in terms:
+            out[term] = max(searcher.doc_freq("text", term), searcher.doc_freq("header", term))
+        return out
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+__all__ = ["LexicalHit", "LexicalIndex"]
