@@ -42,6 +42,16 @@ def state_dir(root: Path) -> Path:
     return root / STATE_DIR
 
 
+def ensure_state_dir(root: Path) -> Path:
+    """Create ``.llmc/`` with a ``.gitignore`` of ``*`` so git never sees the index."""
+    path = root / STATE_DIR
+    path.mkdir(parents=True, exist_ok=True)
+    ignore = path / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# created by llmc: the index is local state\n*\n", encoding="utf-8")
+    return path
+
+
 def db_path(root: Path) -> Path:
     return root / STATE_DIR / DB_NAME
 
@@ -58,4 +68,4 @@ def lock_path(root: Path) -> Path:
     return root / STATE_DIR / LOCK_NAME
 
 
-__all__ = ["db_path", "find_repo_root", "graph_path", "lexical_path", "lock_path", "state_dir"]
+__all__ = ["db_path", "ensure_state_dir", "find_repo_root", "graph_path", "lexical_path", "lock_path", "state_dir"]

@@ -20,7 +20,7 @@ import numpy as np
 
 from llmc.config import Config
 from llmc.index.walk import WalkedFile, read_text, walk
-from llmc.paths import db_path, lexical_path, lock_path
+from llmc.paths import db_path, ensure_state_dir, lexical_path, lock_path
 from llmc.store.db import Store, VectorSpace, embed_hash
 from llmc.types import CODE, DOC, IndexSummary, SkippedFile, Span, StoredSpan, text_hash
 
@@ -108,6 +108,7 @@ class Indexer:
         lock = IndexLock(
             lock_path(self.root), timeout=self.cfg.index.lock_timeout, on_wait=self.progress.note
         )
+        ensure_state_dir(self.root)
         with lock:
             store = Store(db_path(self.root))
             try:
