@@ -59,7 +59,14 @@ class WalkResult:
 
 
 def _git_files(root: Path) -> list[str] | None:
+    """git's view of ``root``, when ``root`` is the top of a work tree (else None)."""
     try:
+        top = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"],
+            cwd=root, capture_output=True, text=True, timeout=30,
+        )
+        if top.returncode != 0 or Path(top.stdout.strip()).resolve() != root:
+            return None
         out = subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
             cwd=root, capture_output=True, timeout=60,

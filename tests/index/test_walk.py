@@ -118,3 +118,13 @@ def test_secrets_can_be_opted_in(tmp_path):
     root = make_repo(tmp_path / "r", {".env": "A=1\n", "a.py": "a\n"}, use_git=False)
     result = walk(root, IndexConfig(index_secrets=True))
     assert ".env" in {f.path for f in result.files}
+
+
+def test_directory_ignored_by_an_enclosing_repo_is_walked_by_its_own_rules(tmp_path):
+    outer = make_repo(tmp_path / "outer", {".gitignore": "cache/\n", "o.py": "o\n"})
+    inner = outer / "cache" / "project"
+    inner.mkdir(parents=True)
+    (inner / "m.py").write_text("def m():\n    pass\n")
+    result = walk(inner, IndexConfig())
+    assert not result.used_git
+    assert [f.path for f in result.files] == ["m.py"]
