@@ -26,7 +26,10 @@ def find_repo_root(start: Path | None = None) -> Path:
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--show-toplevel"],
-            cwd=here, capture_output=True, text=True, timeout=10,
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
         if out.returncode == 0 and out.stdout.strip():
             return Path(out.stdout.strip()).resolve()
@@ -68,4 +71,12 @@ def lock_path(root: Path) -> Path:
     return root / STATE_DIR / LOCK_NAME
 
 
-__all__ = ["db_path", "ensure_state_dir", "find_repo_root", "graph_path", "lexical_path", "lock_path", "state_dir"]
+__all__ = [
+    "db_path",
+    "ensure_state_dir",
+    "find_repo_root",
+    "graph_path",
+    "lexical_path",
+    "lock_path",
+    "state_dir",
+]

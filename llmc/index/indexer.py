@@ -246,12 +246,7 @@ class Indexer:
         changed, unchanged = [], []
         for f in files:
             rec = known.get(f.path)
-            if (
-                not full
-                and rec is not None
-                and rec.size == f.size
-                and rec.mtime_ns == f.mtime_ns
-            ):
+            if not full and rec is not None and rec.size == f.size and rec.mtime_ns == f.mtime_ns:
                 unchanged.append(f)
             else:
                 changed.append(f)
@@ -319,9 +314,7 @@ class Indexer:
         summary.model_changed = changed
         return changed
 
-    def _vectors(
-        self, store: Store, spans: list[Span], summary: IndexSummary
-    ) -> list[np.ndarray]:
+    def _vectors(self, store: Store, spans: list[Span], summary: IndexSummary) -> list[np.ndarray]:
         """Vectors for ``spans``: from the (model, text hash) cache, else embedded now."""
         out: list[np.ndarray | None] = [None] * len(spans)
         for category in (CODE, DOC):
@@ -373,8 +366,15 @@ class Indexer:
                 vecs = vectors[pos : pos + len(p.spans)]
                 pos += len(p.spans)
                 ids = store.replace_file(
-                    p.file.path, p.lang, p.category, p.file.size, p.file.mtime_ns,
-                    p.content_hash, p.spans, vecs, generation,
+                    p.file.path,
+                    p.lang,
+                    p.category,
+                    p.file.size,
+                    p.file.mtime_ns,
+                    p.content_hash,
+                    p.spans,
+                    vecs,
+                    generation,
                 )
                 written.extend(StoredSpan(i, s) for i, s in zip(ids, p.spans, strict=True))
                 summary.files_indexed += 1
@@ -390,9 +390,7 @@ class Indexer:
             flush()
         return written
 
-    def _reembed(
-        self, store: Store, missing: list[tuple[int, str]], summary: IndexSummary
-    ) -> None:
+    def _reembed(self, store: Store, missing: list[tuple[int, str]], summary: IndexSummary) -> None:
         ids = [i for i, _ in missing]
         spans = store.spans_by_ids(ids)
         self.progress.phase("re-embedding", len(ids))

@@ -23,12 +23,40 @@ from llmc.types import SkippedFile
 log = logging.getLogger(__name__)
 
 SECRET_PATTERNS = [
-    ".env", ".env.*", "*.env", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks",
-    "*.keystore", "*.kdbx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc",
-    ".pgpass", ".npmrc", ".pypirc", ".htpasswd", ".git-credentials", "credentials",
-    "credentials.json", "credentials.yml", "credentials.yaml", "secrets.json", "secrets.yml",
-    "secrets.yaml", "secrets.toml", "*.secret", "*.secrets", "service-account*.json",
-    "*.tfstate", "*.tfvars",
+    ".env",
+    ".env.*",
+    "*.env",
+    ".envrc",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "*.kdbx",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    ".netrc",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+    ".htpasswd",
+    ".git-credentials",
+    "credentials",
+    "credentials.json",
+    "credentials.yml",
+    "credentials.yaml",
+    "secrets.json",
+    "secrets.yml",
+    "secrets.yaml",
+    "secrets.toml",
+    "*.secret",
+    "*.secrets",
+    "service-account*.json",
+    "*.tfstate",
+    "*.tfvars",
 ]
 
 # Reasons, as counted in the summary and printed by `llmc index -v`.
@@ -63,13 +91,18 @@ def _git_files(root: Path) -> list[str] | None:
     try:
         top = subprocess.run(
             ["git", "rev-parse", "--show-toplevel"],
-            cwd=root, capture_output=True, text=True, timeout=30,
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
         if top.returncode != 0 or Path(top.stdout.strip()).resolve() != root:
             return None
         out = subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=root, capture_output=True, timeout=60,
+            cwd=root,
+            capture_output=True,
+            timeout=60,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -194,9 +227,7 @@ def walk(root: Path, cfg: IndexConfig) -> WalkResult:
             skipped.append(SkippedFile(rel, NOT_A_FILE, "not a regular file"))
             continue
         if st.st_size > cfg.max_file_size:
-            skipped.append(
-                SkippedFile(rel, TOO_LARGE, f"{st.st_size} bytes > {cfg.max_file_size}")
-            )
+            skipped.append(SkippedFile(rel, TOO_LARGE, f"{st.st_size} bytes > {cfg.max_file_size}"))
             continue
         files.append(WalkedFile(rel, st.st_size, st.st_mtime_ns))
     return WalkResult(files, skipped, used_git)

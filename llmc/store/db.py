@@ -52,9 +52,19 @@ def _row_to_span(row) -> StoredSpan:
     return StoredSpan(
         id=row[0],
         span=Span(
-            path=row[1], lang=row[2], category=row[3], kind=row[4], symbol=row[5],
-            qualname=row[6], start_line=row[7], end_line=row[8], text=row[9], header=row[10],
-            part=row[11], signature=row[12], docstring=row[13],
+            path=row[1],
+            lang=row[2],
+            category=row[3],
+            kind=row[4],
+            symbol=row[5],
+            qualname=row[6],
+            start_line=row[7],
+            end_line=row[8],
+            text=row[9],
+            header=row[10],
+            part=row[11],
+            signature=row[12],
+            docstring=row[13],
         ),
     )
 
@@ -198,9 +208,21 @@ class Store:
                     "start_line, end_line, part, text, header, signature, docstring, embed_hash) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
-                        file_id, span.path, span.lang, span.category, span.kind, span.symbol,
-                        span.qualname, span.start_line, span.end_line, span.part, span.text,
-                        span.header, span.signature, span.docstring, embed_hash(span),
+                        file_id,
+                        span.path,
+                        span.lang,
+                        span.category,
+                        span.kind,
+                        span.symbol,
+                        span.qualname,
+                        span.start_line,
+                        span.end_line,
+                        span.part,
+                        span.text,
+                        span.header,
+                        span.signature,
+                        span.docstring,
+                        embed_hash(span),
                     ),
                 ).lastrowid
                 ids.append(span_id)

@@ -185,9 +185,7 @@ class LexicalIndex:
         for term, weight in terms.items():
             for field, boost in boosts.items():
                 q = tantivy.Query.term_query(self.schema, field, term, index_option="freq")
-                should.append(
-                    (tantivy.Occur.Should, tantivy.Query.boost_query(q, boost * weight))
-                )
+                should.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, boost * weight)))
         query_obj = tantivy.Query.boolean_query(should)
         if category is not None:
             query_obj = tantivy.Query.boolean_query(

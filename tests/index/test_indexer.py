@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import SAMPLE_FILES, make_repo, write_files
+from conftest import make_repo
 
 from llmc.cli import main
 from llmc.paths import db_path, lexical_path
@@ -59,7 +59,11 @@ def test_index_fixture_repo(sample_repo):
     summary = run_index(sample_repo)
     assert summary["files_indexed"] == 5
     assert summary["files_by_lang"] == {
-        "python": 1, "javascript": 1, "go": 1, "markdown": 1, "text": 1,
+        "python": 1,
+        "javascript": 1,
+        "go": 1,
+        "markdown": 1,
+        "text": 1,
     }
     assert summary["embedded"] == summary["spans_written"] > 0
     spans = {(s.span.path, s.span.qualname): s.span for s in spans_of(sample_repo)}
@@ -82,7 +86,9 @@ def test_incremental_edit_rename_delete(sample_repo):
     # edit one file: only it is re-parsed, and only its changed spans are embedded
     store_py = sample_repo / "app/store.py"
     store_py.write_text(
-        store_py.read_text().replace("return SessionStore(path)", "return SessionStore(path or 'x')")
+        store_py.read_text().replace(
+            "return SessionStore(path)", "return SessionStore(path or 'x')"
+        )
     )
     edited = run_index(sample_repo)
     assert edited["files_indexed"] == 1
@@ -141,8 +147,12 @@ def test_bad_inputs_are_skipped_with_reasons(tmp_path):
     assert result.exit_code == 0, result.output
     out = result.output
     for path, reason in [
-        ("blob.bin", "binary"), ("latin1.txt", "undecodable"), (".env", "secret"),
-        ("id_rsa", "secret"), ("big.txt", "too-large"), ("node_modules/", "vendored"),
+        ("blob.bin", "binary"),
+        ("latin1.txt", "undecodable"),
+        (".env", "secret"),
+        ("id_rsa", "secret"),
+        ("big.txt", "too-large"),
+        ("node_modules/", "vendored"),
     ]:
         assert f"skip {path}: {reason}" in out, (path, out)
     indexed = {s.span.path for s in spans_of(root)}
@@ -235,7 +245,9 @@ def test_sigkill_mid_index_is_repaired(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "llmc", "index", str(root), "--quiet"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     db = db_path(root)
     deadline = time.monotonic() + 120

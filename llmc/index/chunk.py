@@ -1,0 +1,885 @@
+"""Cut a file into spans: definitions for code, sections for docs, windows otherwise.
+
+``chunk_file(path, text, lang, category, cfg)`` never raises; on any internal error it
+falls back to line windows. What it emits (``Span.kind``):
+
+- code with a query file (``queries/<lang>.scm``): ``function``, ``method``, ``class``
+  (also structs, interfaces, enums, Rust impls), ``module`` (Ruby modules) and ``block``
+  (module-level code outside any definition, symbol = file stem; and, inside a class too
+  long to keep whole, the code between its members). A class of at most
+  ``max_span_lines`` lines is one span covering all of it; a longer one keeps only its
+  header (up to the first member). Members are always spans of their own. Definitions
+  nested in functions stay inside the function's span. A span starts at its leading
+  comment block, decorators and attributes (no blank line between).
+- code with a grammar but no query: each top-level definition-like node with a name is a
+  ``block`` named after it; the rest becomes ``block`` spans named after the file.
+- code without a grammar (or a failed parse): ``window`` spans of ``window_lines`` lines,
+  overlapping by ``span_overlap_lines``.
+- Markdown and reStructuredText: one ``section`` per heading (a line scanner, not
+  tree-sitter: ATX and setext headings outside fenced code and front matter for Markdown;
+  underlined and overlined titles, levels in order of first use, for reST). The text
+  before the first heading is a section named after the file; a heading with no body is
+  dropped. Plain text: ``paragraph`` spans, short paragraphs merged up to 40 lines.
+
+Every span longer than ``max_span_lines`` is split into parts (``Span.part`` 0, 1, ...)
+that overlap by ``span_overlap_lines`` and keep the symbol, qualname and header.
+
+Lines are the file split on ``\\n`` with one trailing ``\\r`` removed from each; ``Span.text``
+is exactly ``"\\n".join(lines[start_line - 1 : end_line])``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+import threading
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from llmc.config import IndexConfig
+from llmc.index.languages import grammar_name, has_grammar
+from llmc.types import CODE, DOC, Span
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tree_sitter import Node, Tree
+
+log = logging.getLogger(__name__)
+
+QUERY_DIR = Path(__file__).with_name("queries")
+PARAGRAPH_LINES = 40
+_SIGNATURE_CHARS = 300
+_DOCSTRING_CHARS = 2000
+_HEADER_DOC_CHARS = 300
+
+# A definition node inside one of these (as its only node of that type) takes the
+# wrapper's range: decorators, `export`, `template <...>`, `type (...)`.
+_WRAPPERS = frozenset(
+    {
+        "decorated_definition",
+        "export_statement",
+        "template_declaration",
+        "type_declaration",
+        "ambient_declaration",
+    }
+)
+# Wrappers that belong in the signature (decorators do not).
+_SIGNATURE_WRAPPERS = frozenset({"export_statement", "template_declaration", "type_declaration"})
+# Sibling nodes above a definition that belong to it.
+_ATTRIBUTES = frozenset(
+    {"attribute_item", "decorator", "attribute", "annotation", "marker_annotation"}
+)
+_FUNCTION_ROLES = frozenset({"function", "method", "constructor", "macro"})
+_GENERIC_DEF = re.compile(
+    r"function|method|class|struct|interface|trait|impl|module|object|enum|protocol|"
+    r"extension|macro|declaration|definition|pair|table|section|rule|message|service|"
+    r"resource|block"
+)
+_GENERIC_SKIP = re.compile(r"import|package|using|include|use_|require")
+_NAME_TYPES = frozenset(
+    {
+        "identifier", "simple_identifier", "type_identifier", "name", "constant", "word",
+        "bare_key", "quoted_key", "dotted_key", "property_identifier", "field_identifier",
+    }
+)  # fmt: skip
+_QUALIFIED_NAME = re.compile(r"^[\w$]+(?:(?:\.|::|:)[\w$]+)+$")
+_TRIVIAL_LINE = re.compile(r"^[\s{}\[\]();,]*(?:end)?[\s{}\[\]();,]*$")
+
+_local = threading.local()
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    path: str
+    lines: list[str]
+    lang: str
+    category: str
+    cfg: IndexConfig
+    max_lines: int
+    overlap: int
+
+    @property
+    def stem(self) -> str:
+        p = PurePosixPath(self.path)
+        return p.stem or p.name or self.path
+
+    @property
+    def filename(self) -> str:
+        return PurePosixPath(self.path).name or self.path
+
+
+# ---------------------------------------------------------------------------- public
+
+
+def split_lines(text: str) -> list[str]:
+    """The file's lines as chunk_file numbers them (terminators ``\\n``/``\\r\\n`` removed)."""
+    parts = text.split("\n")
+    if parts and parts[-1] == "":
+        parts.pop()
+    return [p[:-1] if p.endswith("\r") else p for p in parts]
+
+
+def chunk_file(
+    path: str, text: str, lang: str | None, category: str | None, cfg: IndexConfig
+) -> list[Span]:
+    """Spans of one file. ``path`` is repo-relative (posix); never raises.
+
+    ``lang``/``category`` come from ``detect_language``; ``(None, None)`` (unknown type)
+    gives line windows with lang ``"text"``, category CODE.
+    """
+    try:
+        lines = split_lines(text if isinstance(text, str) else str(text))
+    except Exception:  # pragma: no cover - str.split does not fail
+        return []
+    if not any(line.strip() for line in lines):
+        return []
+    max_lines = max(1, int(cfg.max_span_lines or 1))
+    overlap = min(max(0, int(cfg.span_overlap_lines or 0)), max_lines - 1)
+    ctx = _Ctx(path, lines, lang or "text", category or CODE, cfg, max_lines, overlap)
+    try:
+        spans = _dispatch(ctx, text, lang, category)
+        if not spans:
+            spans = _windows(ctx)
+    except Exception as e:  # includes RecursionError on absurd nesting
+        log.debug("%s: chunking failed (%s: %s), using line windows", path, type(e).__name__, e)
+        try:
+            spans = _windows(ctx)
+        except Exception:  # pragma: no cover - last resort
+            log.exception("%s: line windows failed", path)
+            return []
+    return spans
+
+
+# ---------------------------------------------------------------------------- dispatch
+
+
+def _dispatch(ctx: _Ctx, text: str, lang: str | None, category: str | None) -> list[Span]:
+    if lang == "markdown":
+        return _sections(ctx, _markdown_headings(ctx.lines))
+    if lang == "rst":
+        return _sections(ctx, _rst_headings(ctx.lines))
+    if lang == "text" or category == DOC:
+        return _paragraphs(ctx)
+    if lang and has_grammar(lang):
+        tree, src = _parse(lang, text)
+        query = _query(lang)
+        if query is not None:
+            return _code_spans(ctx, tree, src, query)
+        return _generic_spans(ctx, tree, src)
+    return _windows(ctx)
+
+
+# ---------------------------------------------------------------------------- emitting
+
+
+def _header(*parts: str) -> str:
+    return "\n".join(p for p in parts if p)
+
+
+def _emit(
+    out: list[Span],
+    ctx: _Ctx,
+    kind: str,
+    symbol: str,
+    qualname: str,
+    start: int,
+    end: int,
+    header: str,
+    signature: str = "",
+    docstring: str = "",
+) -> None:
+    """Append the span for 1-based inclusive lines start..end, split when too long."""
+    n = len(ctx.lines)
+    start, end = max(1, start), min(n, end)
+    if end < start:
+        return
+    size, step = ctx.max_lines, ctx.max_lines - ctx.overlap
+    bounds = []
+    s = start
+    while s + size - 1 < end:
+        bounds.append((s, s + size - 1))
+        s += step
+    bounds.append((s, end))
+    for part, (s, e) in enumerate(bounds):
+        out.append(
+            Span(
+                path=ctx.path,
+                lang=ctx.lang,
+                category=ctx.category,
+                kind=kind,
+                symbol=symbol,
+                qualname=qualname,
+                start_line=s,
+                end_line=e,
+                text="\n".join(ctx.lines[s - 1 : e]),
+                header=header,
+                part=part if len(bounds) > 1 else 0,
+                signature=signature,
+                docstring=docstring,
+            )
+        )
+
+
+def _trim(ctx: _Ctx, s: int, e: int) -> tuple[int, int]:
+    """Shrink 0-based rows s..e to exclude blank lines at both ends (e < s when blank)."""
+    lines = ctx.lines
+    while s <= e and not lines[s].strip():
+        s += 1
+    while e >= s and not lines[e].strip():
+        e -= 1
+    return s, e
+
+
+def _windows(ctx: _Ctx) -> list[Span]:
+    out: list[Span] = []
+    lines = ctx.lines
+    n = len(lines)
+    size = max(1, int(ctx.cfg.window_lines or 1))
+    step = size - min(ctx.overlap, size - 1)
+    start, part = 0, 0
+    while start < n:
+        end = min(start + size, n)
+        if any(line.strip() for line in lines[start:end]):
+            out.append(
+                Span(
+                    path=ctx.path,
+                    lang=ctx.lang,
+                    category=ctx.category,
+                    kind="window",
+                    symbol=ctx.stem,
+                    qualname=ctx.stem,
+                    start_line=start + 1,
+                    end_line=end,
+                    text="\n".join(lines[start:end]),
+                    header=ctx.path,
+                    part=part,
+                )
+            )
+            part += 1
+        if end >= n:
+            break
+        start += step
+    return out
+
+
+def _remainder(
+    out: list[Span],
+    ctx: _Ctx,
+    lo: int,
+    hi: int,
+    covered: list[tuple[int, int]],
+    symbol: str,
+    qualname: str,
+    header: str,
+) -> None:
+    """Emit ``block`` spans for the non-trivial runs of rows lo..hi not in ``covered``."""
+    runs = []
+    row = lo
+    for s, e in sorted(covered):
+        if e < row:
+            continue
+        if s > row:
+            runs.append((row, min(s - 1, hi)))
+        row = max(row, e + 1)
+        if row > hi:
+            break
+    if row <= hi:
+        runs.append((row, hi))
+    for s, e in runs:
+        s, e = _trim(ctx, s, e)
+        if e < s or all(_TRIVIAL_LINE.match(line) for line in ctx.lines[s : e + 1]):
+            continue
+        _emit(out, ctx, "block", symbol, qualname, s + 1, e + 1, header)
+
+
+# ---------------------------------------------------------------------------- tree-sitter
+
+
+@cache
+def _language(lang: str) -> Any:
+    import tree_sitter_language_pack as tslp
+
+    return tslp.get_language(grammar_name(lang))  # type: ignore[arg-type]
+
+
+def _parse(lang: str, text: str) -> tuple[Tree, bytes]:
+    import tree_sitter
+
+    parsers = getattr(_local, "parsers", None)
+    if parsers is None:
+        parsers = _local.parsers = {}
+    parser = parsers.get(lang)
+    if parser is None:
+        parser = parsers[lang] = tree_sitter.Parser(_language(lang))
+    src = text.encode("utf-8", "surrogatepass")
+    return parser.parse(src), src
+
+
+@cache
+def _query(lang: str) -> Any:
+    """The compiled definitions query for ``lang``, or None when it has no .scm file."""
+    path = QUERY_DIR / f"{lang}.scm"
+    if not path.is_file():
+        return None
+    import tree_sitter
+
+    try:
+        return tree_sitter.Query(_language(lang), path.read_text(encoding="utf-8"))
+    except Exception as e:
+        log.warning("%s: bad tree-sitter query, using top-level blocks: %s", path, e)
+        return None
+
+
+@cache
+def _comment_query(lang: str) -> Any:
+    import tree_sitter
+
+    language = _language(lang)
+    kinds = set()
+    for i in range(language.node_kind_count):
+        name = language.node_kind_for_id(i) or ""
+        if not (language.node_kind_is_named(i) and language.node_kind_is_visible(i)):
+            continue
+        if (name == "comment" or name.endswith("_comment")) and not name.startswith("keyword"):
+            kinds.add(name)
+    good = []
+    for kind in sorted(kinds):
+        try:
+            tree_sitter.Query(language, f"({kind}) @c")
+            good.append(kind)
+        except Exception:
+            continue
+    if not good:
+        return None
+    return tree_sitter.Query(language, "[" + " ".join(f"({k})" for k in good) + "] @c")
+
+
+def _end_row(node: Node) -> int:
+    row, col = node.end_point
+    if col == 0 and row > node.start_point[0]:
+        return row - 1
+    return row
+
+
+def _text(node: Node) -> str:
+    return (node.text or b"").decode("utf-8", "replace")
+
+
+def _starts_line(src: bytes, node: Node) -> bool:
+    line_start = node.start_byte - node.start_point[1]
+    return not src[max(0, line_start) : node.start_byte].strip()
+
+
+def _ends_line(src: bytes, node: Node) -> bool:
+    if node.end_point[1] == 0:
+        return True
+    nl = src.find(b"\n", node.end_byte)
+    return not src[node.end_byte : nl if nl >= 0 else len(src)].strip()
+
+
+def _comment_blocks(lang: str, root: Node, src: bytes) -> dict[int, int]:
+    """end row -> start row of each comment that has its lines to itself."""
+    query = _comment_query(lang)
+    if query is None:
+        return {}
+    import tree_sitter
+
+    ends: dict[int, int] = {}
+    for nodes in tree_sitter.QueryCursor(query).captures(root).values():
+        for c in nodes:
+            if not (_starts_line(src, c) and _ends_line(src, c)):
+                continue
+            end, start = _end_row(c), c.start_point[0]
+            if start < ends.get(end, start + 1):
+                ends[end] = start
+    return ends
+
+
+def _is_comment(node: Node) -> bool:
+    return "comment" in node.type
+
+
+# ---------------------------------------------------------------------------- code
+
+
+@dataclass(eq=False)
+class _Def:
+    node: Node
+    role: str  # function | class | module | block
+    name: str
+    scope: list[str]
+    parent: _Def | None = None
+    children: list[_Def] = field(default_factory=list)
+    qual: list[str] = field(default_factory=list)
+    start: int = 0  # 0-based rows of the whole span (leading comments included)
+    end: int = 0
+    outer: Node | None = None
+    comments: list[tuple[int, int]] = field(default_factory=list)
+
+
+def _clean_name(raw: str, keep_generics: bool = False) -> str:
+    name = " ".join(raw.split())
+    name = name.strip("\"'`")
+    if not keep_generics and not name.startswith("operator"):
+        name = re.sub(r"^[*&\s]+|^(?:'\w+\s+|mut\s+|dyn\s+)+", "", name)
+        for ch in "<[(":
+            i = name.find(ch)
+            if i > 0:
+                name = name[:i]
+    return name.strip()
+
+
+def _split_name(raw: str) -> tuple[str, list[str]]:
+    """``A::B<T>::f`` -> ("f", ["A", "B"])."""
+    raw = " ".join(raw.split())
+    parts = [p for p in raw.split("::")] if "::" in raw else [raw]
+    cleaned = [_clean_name(p) for p in parts]
+    cleaned = [p for p in cleaned if p]
+    if not cleaned:
+        return "", []
+    return cleaned[-1], cleaned[:-1]
+
+
+def _collect_defs(query: Any, root: Node) -> list[_Def]:
+    import tree_sitter
+
+    defs: dict[tuple[int, int], _Def] = {}
+    for _, caps in tree_sitter.QueryCursor(query).matches(root):
+        node, role = None, ""
+        for cname, nodes in caps.items():
+            if cname.startswith("definition.") and nodes:
+                node, role = nodes[0], cname.split(".", 1)[1]
+                break
+        names = caps.get("name")
+        if node is None or not names:
+            continue
+        key = (node.start_byte, node.end_byte)
+        if key in defs:
+            continue
+        name, scope = _split_name(_text(names[0]))
+        if not name or len(name) > 200:
+            continue
+        if caps.get("scope"):
+            receiver = _split_name(_text(caps["scope"][0]))
+            scope = [*receiver[1], receiver[0]] if receiver[0] else []
+        if role in _FUNCTION_ROLES:
+            role = "function"
+        elif role != "module":
+            role = "class"
+        defs[key] = _Def(node=node, role=role, name=name, scope=scope)
+    return sorted(defs.values(), key=lambda d: (d.node.start_byte, -d.node.end_byte))
+
+
+def _nest(defs: list[_Def]) -> list[_Def]:
+    """Link parents/children; return the top-level defs, nested-in-function ones dropped."""
+    top: list[_Def] = []
+    stack: list[_Def] = []
+    for d in defs:
+        while stack and stack[-1].node.end_byte <= d.node.start_byte:
+            stack.pop()
+        parent = stack[-1] if stack else None
+        stack.append(d)
+        if parent is None:
+            d.qual = [*d.scope, d.name]
+            top.append(d)
+        elif parent.role in ("class", "module") and parent.qual:
+            d.parent = parent
+            d.qual = [*parent.qual, *d.scope, d.name]
+            parent.children.append(d)
+        # else: inside a function (or a dropped def): part of that span, no qual
+    return top
+
+
+def _outer(node: Node) -> Node:
+    n = node
+    while True:
+        p = n.parent
+        if p is None or p.type not in _WRAPPERS:
+            return n
+        if sum(1 for c in p.named_children if c.type == n.type) != 1:
+            return n
+        n = p
+
+
+def _place(d: _Def, src: bytes, comment_ends: dict[int, int], floor: int) -> None:
+    """Set d.start/d.end/d.outer: the wrapper range plus leading comments and attributes."""
+    outer = _outer(d.node)
+    d.outer = outer
+    start, end = outer.start_point[0], _end_row(outer)
+    attr_ends: dict[int, int] = {}
+    sib = outer.prev_named_sibling
+    while sib is not None and (_is_comment(sib) or sib.type in _ATTRIBUTES):
+        if sib.type in _ATTRIBUTES and _starts_line(src, sib):
+            attr_ends.setdefault(_end_row(sib), sib.start_point[0])
+        sib = sib.prev_named_sibling
+    if sib is not None:
+        floor = max(floor, _end_row(sib) + 1)
+    while start - 1 >= floor:
+        row = start - 1
+        if row in comment_ends and comment_ends[row] >= floor:
+            d.comments.append((comment_ends[row], row))
+            start = comment_ends[row]
+        elif row in attr_ends and attr_ends[row] >= floor:
+            start = attr_ends[row]
+        else:
+            break
+    d.comments.reverse()
+    d.start, d.end = start, max(start, end)
+
+
+def _find_body(node: Node) -> Node | None:
+    body = node.child_by_field_name("body")
+    if body is not None:
+        return body
+    frontier = list(node.named_children)
+    for _ in range(3):
+        nxt = []
+        for c in frontier:
+            b = c.child_by_field_name("body")
+            if b is not None:
+                return b
+            nxt.extend(c.named_children)
+        frontier = nxt[:50]
+    return None
+
+
+def _signature(d: _Def, src: bytes) -> str:
+    node = d.node
+    outer = d.outer if d.outer is not None else node
+    sig_node = outer if outer.type in _SIGNATURE_WRAPPERS else node
+    start = sig_node.start_byte
+    body = _find_body(node)
+    if body is not None and body.start_byte > start:
+        end = body.start_byte
+    else:
+        nl = src.find(b"\n", start)
+        end = nl if 0 <= nl < node.end_byte else node.end_byte
+    for c in node.children:
+        if start <= c.start_byte < end and _is_comment(c):
+            end = c.start_byte
+            break
+    return _tidy_signature(src[start:end].decode("utf-8", "replace"))
+
+
+def _tidy_signature(raw: str) -> str:
+    sig = " ".join(raw.split())
+    sig = re.sub(r"\s*(?:\{|:|=>|=|;|\bdo)$", "", sig).strip()
+    return sig[:_SIGNATURE_CHARS]
+
+
+_STRING_PREFIX = re.compile(r"^[rRuUbBfF]{0,2}(\"\"\"|'''|\"|')")
+
+
+def _python_docstring(node: Node) -> str:
+    body = node.child_by_field_name("body")
+    if body is None or body.named_child_count == 0:
+        return ""
+    first = body.named_children[0]
+    if first.type == "expression_statement" and first.named_child_count == 1:
+        first = first.named_children[0]
+    if first.type != "string":
+        return ""
+    raw = _text(first)
+    m = _STRING_PREFIX.match(raw)
+    if not m:
+        return ""
+    q = m.group(1)
+    inner = raw[m.end() :]
+    if inner.endswith(q):
+        inner = inner[: -len(q)]
+    return inspect.cleandoc(inner)
+
+
+_COMMENT_MARK = re.compile(r"^(?:/\*+!?|\*+/|//[/!]?|#+!?|--+|\*+(?!/)|;+|<!--)\s?")
+
+
+def _comment_text(ctx: _Ctx, blocks: list[tuple[int, int]]) -> str:
+    out = []
+    for s, e in blocks:
+        for line in ctx.lines[s : e + 1]:
+            t = _COMMENT_MARK.sub("", line.strip(), count=1)
+            t = re.sub(r"\s*(?:\*+/|-->)\s*$", "", t)
+            out.append(t.rstrip())
+    text = inspect.cleandoc("\n".join(out))
+    if ctx.lang == "csharp":
+        text = re.sub(r"</?\w+[^>]*>", "", text).strip()
+    return text
+
+
+def _docstring(ctx: _Ctx, d: _Def) -> str:
+    doc = _python_docstring(d.node) if ctx.lang == "python" else ""
+    if not doc and d.comments:
+        doc = _comment_text(ctx, d.comments)
+    return doc[:_DOCSTRING_CHARS]
+
+
+def _header_doc(doc: str) -> str:
+    para = doc.strip().split("\n\n", 1)[0]
+    lines = [line.strip() for line in para.splitlines() if line.strip()][:4]
+    return "\n".join(lines)[:_HEADER_DOC_CHARS]
+
+
+def _emit_def(out: list[Span], ctx: _Ctx, d: _Def, src: bytes) -> None:
+    qualname = ".".join(d.qual)
+    enclosing = ".".join(d.qual[:-1])
+    context = f"in {enclosing}" if enclosing else f"in module {ctx.stem}"
+    signature = _signature(d, src)
+    doc = _docstring(ctx, d)
+    header = _header(ctx.path, context, signature, _header_doc(doc))
+    if d.role == "function":
+        in_container = d.parent is not None or bool(d.scope)
+        kind = "method" if in_container else "function"
+        _emit(out, ctx, kind, d.name, qualname, d.start + 1, d.end + 1, header, signature, doc)
+        return
+    kind = "module" if d.role == "module" else "class"
+    members = d.children
+    if not members or d.end - d.start + 1 <= ctx.max_lines:
+        _emit(out, ctx, kind, d.name, qualname, d.start + 1, d.end + 1, header, signature, doc)
+    else:
+        first = min(m.start for m in members)
+        s, e = d.start, first - 1
+        while e > s and not ctx.lines[e].strip():
+            e -= 1
+        e = max(e, s)  # a member on the header line: the header line still gets a span
+        _emit(out, ctx, kind, d.name, qualname, s + 1, e + 1, header, signature, doc)
+        gap_header = _header(ctx.path, f"in {qualname}")
+        covered = [(m.start, m.end) for m in members]
+        _remainder(out, ctx, first, d.end, covered, d.name, qualname, gap_header)
+    for m in members:
+        _emit_def(out, ctx, m, src)
+
+
+def _place_all(defs: list[_Def], src: bytes, comment_ends: dict[int, int], floor: int) -> None:
+    for d in defs:
+        _place(d, src, comment_ends, floor)
+        if d.children:
+            inner_floor = (d.outer or d.node).start_point[0] + 1
+            _place_all(d.children, src, comment_ends, inner_floor)
+
+
+def _code_spans(ctx: _Ctx, tree: Tree, src: bytes, query: Any) -> list[Span]:
+    root = tree.root_node
+    top = _nest(_collect_defs(query, root))
+    comment_ends = _comment_blocks(ctx.lang, root, src)
+    _place_all(top, src, comment_ends, 0)
+    out: list[Span] = []
+    for d in top:
+        _emit_def(out, ctx, d, src)
+    covered = [(d.start, d.end) for d in top]
+    module_header = _header(ctx.path, f"module {ctx.stem}")
+    _remainder(out, ctx, 0, len(ctx.lines) - 1, covered, ctx.stem, ctx.stem, module_header)
+    return _ordered(out)
+
+
+def _ordered(spans: list[Span]) -> list[Span]:
+    return sorted(spans, key=lambda s: (s.start_line, -s.end_line, s.part))
+
+
+# ---------------------------------------------------------------------------- generic
+
+
+def _generic_name(node: Node) -> str:
+    cand = None
+    for fname in ("name", "key"):
+        cand = node.child_by_field_name(fname)
+        if cand is not None:
+            break
+    if cand is None:
+        for c in node.named_children[:4]:
+            if c.type in _NAME_TYPES:
+                cand = c
+                break
+    if cand is None or cand.end_point[0] != cand.start_point[0]:
+        return ""
+    name = " ".join(_text(cand).split()).strip("\"'`")
+    return name if 0 < len(name) <= 80 else ""
+
+
+def _generic_spans(ctx: _Ctx, tree: Tree, src: bytes) -> list[Span]:
+    root = tree.root_node
+    nodes = [n for n in root.named_children if not _is_comment(n)]
+    for _ in range(8):
+        if len(nodes) != 1:
+            break
+        only = nodes[0]
+        if _end_row(only) - only.start_point[0] + 1 <= ctx.max_lines or not only.named_children:
+            break
+        nodes = [n for n in only.named_children if not _is_comment(n)]
+    comment_ends = _comment_blocks(ctx.lang, root, src)
+    out: list[Span] = []
+    covered = []
+    for node in nodes:
+        if not _GENERIC_DEF.search(node.type) or _GENERIC_SKIP.search(node.type):
+            continue
+        name = _generic_name(node)
+        if not name:
+            continue
+        symbol, qualname = name, name
+        if _QUALIFIED_NAME.match(name):
+            parts = [p for p in re.split(r"::|[.:]", name) if p]
+            symbol, qualname = parts[-1], ".".join(parts)
+        d = _Def(node=node, role="block", name=symbol, scope=[])
+        _place(d, src, comment_ends, 0)
+        covered.append((d.start, d.end))
+        first = ctx.lines[d.outer.start_point[0]] if d.outer is not None else ""
+        signature = _tidy_signature(first)
+        doc = _comment_text(ctx, d.comments)[:_DOCSTRING_CHARS] if d.comments else ""
+        header = _header(ctx.path, f"in module {ctx.stem}", signature, _header_doc(doc))
+        _emit(out, ctx, "block", symbol, qualname, d.start + 1, d.end + 1, header, signature, doc)
+    module_header = _header(ctx.path, f"module {ctx.stem}")
+    _remainder(out, ctx, 0, len(ctx.lines) - 1, covered, ctx.stem, ctx.stem, module_header)
+    return _ordered(out)
+
+
+# ---------------------------------------------------------------------------- docs
+
+
+@dataclass(frozen=True)
+class _Heading:
+    start: int  # 0-based first row of the heading (overline or text)
+    end: int  # 0-based last row of the heading (underline or text)
+    level: int
+    title: str
+
+
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})(.*)$")
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_NOT_PARAGRAPH = re.compile(r"^(?: {4,}|\t)|^\s*(?:[-*+]\s|\d+[.)]\s|>|\||<)")
+
+
+def _markdown_headings(lines: list[str]) -> list[_Heading]:
+    heads: list[_Heading] = []
+    n = len(lines)
+    row = 0
+    if n and lines[0].strip() in ("---", "+++"):  # front matter
+        mark = lines[0].strip()
+        for j in range(1, n):
+            if lines[j].strip() in (mark, "..."):
+                row = j + 1
+                break
+    fence: tuple[str, int] | None = None
+    para = False  # previous line can be the text of a setext heading
+    for r in range(row, n):
+        line = lines[r]
+        m = _FENCE.match(line)
+        if fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= fence[1]:
+                if not m.group(2).strip():
+                    fence = None
+            para = False
+            continue
+        if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+            fence = (m.group(1)[0], len(m.group(1)))
+            para = False
+            continue
+        m = _ATX.match(line)
+        if m:
+            title = re.sub(r"(?:^|[ \t]+)#+[ \t]*$", "", m.group(2) or "").strip()
+            heads.append(_Heading(r, r, len(m.group(1)), title or "(untitled)"))
+            para = False
+            continue
+        m = _SETEXT.match(line)
+        if m and para:
+            level = 1 if m.group(1)[0] == "=" else 2
+            heads.append(_Heading(r - 1, r, level, lines[r - 1].strip()))
+            para = False
+            continue
+        para = bool(line.strip()) and not _NOT_PARAGRAPH.match(line)
+    return heads
+
+
+_ADORNMENT = re.compile(r"""^([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])\1+[ \t]*$""")
+
+
+def _rst_headings(lines: list[str]) -> list[_Heading]:
+    heads: list[_Heading] = []
+    styles: list[tuple[str, bool]] = []
+    n = len(lines)
+
+    def level(style: tuple[str, bool]) -> int:
+        if style not in styles:
+            styles.append(style)
+        return styles.index(style) + 1
+
+    def after_break(r: int) -> bool:
+        return r == 0 or not lines[r - 1].strip() or bool(heads and heads[-1].end == r - 1)
+
+    r = 0
+    while r < n:
+        line = lines[r]
+        over = _ADORNMENT.match(line)
+        if over and r + 2 < n and after_break(r):
+            title, under = lines[r + 1].strip(), lines[r + 2].rstrip()
+            if title and not _ADORNMENT.match(lines[r + 1]) and under == line.rstrip():
+                heads.append(_Heading(r, r + 2, level((over.group(1), True)), title))
+                r += 3
+                continue
+        if line.strip() and not line[0].isspace() and not over and r + 1 < n and after_break(r):
+            under_m = _ADORNMENT.match(lines[r + 1])
+            title = line.strip()
+            if under_m:
+                width = len(lines[r + 1].rstrip())
+                if width >= len(title) or width >= 4:
+                    heads.append(_Heading(r, r + 1, level((under_m.group(1), False)), title))
+                    r += 2
+                    continue
+        r += 1
+    return heads
+
+
+def _sections(ctx: _Ctx, heads: list[_Heading]) -> list[Span]:
+    out: list[Span] = []
+    n = len(ctx.lines)
+    first = heads[0].start if heads else n
+    s, e = _trim(ctx, 0, first - 1)
+    if e >= s:
+        name = ctx.filename
+        _emit(out, ctx, "section", name, name, s + 1, e + 1, _header(ctx.path, name))
+    stack: list[tuple[int, str]] = []
+    for i, h in enumerate(heads):
+        while stack and stack[-1][0] >= h.level:
+            stack.pop()
+        stack.append((h.level, h.title))
+        stop = heads[i + 1].start - 1 if i + 1 < len(heads) else n - 1
+        body_start, e = _trim(ctx, h.end + 1, stop)
+        if e < body_start:
+            continue  # a heading with no body
+        path = " > ".join(t for _, t in stack)
+        _emit(out, ctx, "section", h.title, path, h.start + 1, e + 1, _header(ctx.path, path))
+    if not out:  # only headings: keep them as one section rather than line windows
+        s, e = _trim(ctx, 0, n - 1)
+        name = heads[0].title if heads else ctx.filename
+        _emit(out, ctx, "section", name, name, s + 1, e + 1, _header(ctx.path, name))
+    return out
+
+
+def _paragraphs(ctx: _Ctx) -> list[Span]:
+    paras = []
+    start = None
+    for r, line in enumerate(ctx.lines):
+        if line.strip():
+            if start is None:
+                start = r
+        elif start is not None:
+            paras.append((start, r - 1))
+            start = None
+    if start is not None:
+        paras.append((start, len(ctx.lines) - 1))
+    limit = min(PARAGRAPH_LINES, ctx.max_lines)
+    groups: list[list[int]] = []
+    for s, e in paras:
+        if groups and e - groups[-1][0] + 1 <= limit:
+            groups[-1][1] = e
+        else:
+            groups.append([s, e])
+    out: list[Span] = []
+    name = ctx.filename
+    for s, e in groups:
+        _emit(out, ctx, "paragraph", name, name, s + 1, e + 1, ctx.path)
+    return out
+
+
+__all__ = ["PARAGRAPH_LINES", "chunk_file", "split_lines"]
