@@ -29,57 +29,147 @@ REPO_CONFIG_NAME = "llmc.toml"
 
 @dataclass
 class IndexConfig:
-    include: list[str] = field(default_factory=list)
-    exclude: list[str] = field(default_factory=list)
-    max_file_size: int = 1_048_576
+    """`llmc index` (llmc.index): which files, how they are cut into spans."""
+
+    include: list[str] = field(default_factory=list)  # gitignore-style globs; empty: all files
+    exclude: list[str] = field(default_factory=list)  # gitignore-style globs never indexed
+    max_file_size: int = 1_048_576  # bytes; larger files are skipped as too-large
+    # Directory names never walked (vendored, generated, caches, VCS, environments).
     skip_dirs: list[str] = field(
         default_factory=lambda: [
-            "node_modules", ".venv", "venv", "env", ".tox", ".nox", "dist", "build",
-            "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", "target",
-            "vendor", "third_party", ".git", ".hg", ".svn", ".llmc", ".idea", ".vscode",
-            "site-packages", ".eggs", "coverage", "htmlcov", ".next", ".nuxt", "bower_components",
+            "node_modules",
+            ".venv",
+            "venv",
+            "env",
+            ".tox",
+            ".nox",
+            "dist",
+            "build",
+            "__pycache__",
+            ".mypy_cache",
+            ".pytest_cache",
+            ".ruff_cache",
+            "target",
+            "vendor",
+            "third_party",
+            ".git",
+            ".hg",
+            ".svn",
+            ".llmc",
+            ".idea",
+            ".vscode",
+            "site-packages",
+            ".eggs",
+            "coverage",
+            "htmlcov",
+            ".next",
+            ".nuxt",
+            "bower_components",
         ]
     )
-    index_secrets: bool = False
-    max_span_lines: int = 120
-    span_overlap_lines: int = 10
-    window_lines: int = 60
-    languages: list[str] = field(default_factory=list)
-    lock_timeout: float = 300.0
+    index_secrets: bool = False  # index .env*, *.pem, *.key, id_rsa*, *.p12, credentials...
+    max_span_lines: int = 120  # longer spans are split into parts, keeping their symbol
+    span_overlap_lines: int = 10  # lines shared by consecutive parts of a split span
+    window_lines: int = 60  # span size for files without a grammar
+    languages: list[str] = field(default_factory=list)  # index only these languages; empty: all
+    lock_timeout: float = 300.0  # seconds a second writer waits for the index lock
 
 
 @dataclass
 class EmbeddingConfig:
+    """Embeddings (llmc.models.embedder): sentence-transformers models, device, precision."""
+
+    # Model for code spans: default (all-MiniLM-L6-v2, shipped offline), a name or a path.
     code_model: str = "default"
-    docs_model: str = "default"
-    device: str = "auto"
-    precision: str = "auto"
-    batch_size: int = 64
-    max_seq_length: int = 256
-    query_prefix: str = ""
-    passage_prefix: str = ""
+    docs_model: str = "default"  # model for doc spans; changing a model re-embeds its table
+    device: str = "auto"  # auto (cuda > mps > cpu) | cuda | mps | cpu
+    precision: str = (
+        "auto"  # auto (fp16 on CUDA, bf16 on CPUs with it, else fp32) | fp32 | bf16 | fp16
+    )
+    batch_size: int = 64  # spans per forward pass (length-sorted)
+    max_seq_length: int = 256  # tokens per span; longer text is truncated by the model
+    query_prefix: str = ""  # prepended to queries (e.g. "query: " for e5 models)
+    passage_prefix: str = ""  # prepended to spans (e.g. "passage: " for e5 models)
 
 
 @dataclass
 class SearchConfig:
+    """`llmc search` (llmc.search). Each stage switch turns its stage off at no cost."""
+
     k: int = 10
-    route: str = "auto"
+    route: str = "auto"  # auto | code | docs | mixed
     bm25_depth: int = 50
     dense_depth: int = 50
-    fusion: str = "rrf"
+    fusion: str = "rrf"  # rrf | weighted | max
     rrf_k: int = 60
-    max_per_file: int = 3
+    max_per_file: int = 3  # 0: no per-file diversity cap
     exact_symbol: bool = True
     snippet_lines: int = 12
     bm25: bool = True
     dense: bool = True
     routing: bool = True
-    dense_floor: float = 0.2
+    dense_floor: float = 0.2  # a route "found something" if a dense hit reaches this cosine
+    bm25_weight: float = 1.0  # per-list fusion weights, times the router's route weight
+    dense_weight: float = 1.0
+    exact_weight: float = 2.0  # definitions named by a plain word of a code-intent query
+    exact_max: int = 3  # pin a name's definitions first only when it has at most this many
+    route_drop_confidence: float = 0.8  # the router drops a route only at this confidence
+    min_route_weight: float = 0.25  # the weight a disfavoured (not dropped) route keeps
+    max_query_chars: int = 2000  # longer queries are cut, with a warning
+    blas_threads: int = 1  # BLAS threads during a query (0: leave as is)
+    torch_threads: int = 1  # torch threads during a query embedding (0: leave as is)
 
 
 @dataclass
 class GraphConfig:
     enabled: bool = True
+    # Files larger than this (bytes) are not parsed; their definitions come from the index.
+    max_file_size: int = 2_000_000
+    # Resolve a call by name when exactly one definition in the repository carries it.
+    name_fallback: bool = True
+    # Default --depth of `llmc graph deps`.
+    deps_depth: int = 1
+
+
+@dataclass
+class LLMConfig:
+    """Local LLM (llmc.models.llm): auto = ollama if reachable, else embedded, else none."""
+
+    provider: str = "auto"  # auto | ollama | embedded | none
+    ollama_host: str = ""  # empty: $OLLAMA_HOST, else http://127.0.0.1:11434
+    ollama_model: str = "qwen2.5-coder:1.5b"
+    embedded_model: str = "default"  # path to a .gguf, or default (SmolLM2-135M-Instruct)
+    max_tokens: int = 256
+    temperature: float = 0.0
+    timeout_s: float = 30.0
+    probe_timeout_s: float = 0.5  # ollama health check in auto and doctor
+    n_threads: int = 0  # embedded; 0: llama.cpp's default
+    n_ctx: int = 2048  # embedded context window (prompt + answer)
+
+
+@dataclass
+class EvalConfig:
+    """`llmc eval` (llmc.eval)."""
+
+    cache_dir: str = ""  # downloaded eval projects; empty: $XDG_CACHE_HOME/llmc/eval
+    warmup: int = 1  # untimed queries per variant before latency is measured
+
+
+@dataclass
+class DaemonConfig:
+    """`llmc daemon` (llmc.daemon): local API, file watcher, warm models."""
+
+    watch: bool = True  # reindex on file changes (watchdog)
+    debounce_ms: int = 300  # quiet time before a burst of changes becomes one reindex
+    max_batch_delay_s: float = 5.0  # a never-quiet burst is still indexed this often
+    index_on_start: bool = True  # catch up on changes made while no daemon ran
+    tcp: bool = False  # also listen on 127.0.0.1 (bearer token in .llmc/daemon.token)
+    tcp_port: int = 0  # 0: any free port (written to .llmc/daemon.json)
+    max_request_bytes: int = 1_048_576  # larger bodies get 413
+    request_timeout_s: float = 60.0  # slower requests get 504 (the daemon keeps serving)
+    max_connections: int = 32  # more concurrent connections get 503
+    start_timeout_s: float = 60.0  # `llmc daemon start` waits this long for the socket
+    client_timeout_s: float = 0.5  # `llmc search` waits this long for a daemon to answer
 
 
 @dataclass
@@ -88,6 +178,9 @@ class Config:
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    daemon: DaemonConfig = field(default_factory=DaemonConfig)
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def items(self) -> list[tuple[str, Any, str]]:
@@ -209,9 +302,7 @@ def _load_toml(cfg: Config, path: Path) -> None:
         raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
     for section_name, body in data.items():
         if not isinstance(body, dict):
-            raise ConfigError(
-                f"{path}: {section_name} must be a [section] table, got {body!r}"
-            )
+            raise ConfigError(f"{path}: {section_name} must be a [section] table, got {body!r}")
         for name, value in body.items():
             _set(cfg, f"{section_name}.{name}", value, str(path), from_text=False)
 
@@ -244,4 +335,14 @@ def load_config(
     return cfg
 
 
-__all__ = ["Config", "EmbeddingConfig", "GraphConfig", "IndexConfig", "SearchConfig", "load_config"]
+__all__ = [
+    "Config",
+    "DaemonConfig",
+    "EmbeddingConfig",
+    "EvalConfig",
+    "GraphConfig",
+    "IndexConfig",
+    "LLMConfig",
+    "SearchConfig",
+    "load_config",
+]
