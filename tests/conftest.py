@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
+from repo_fixtures import SAMPLE_FILES, make_repo
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -21,109 +21,6 @@ def isolated_config(tmp_path_factory, monkeypatch):
         if var.startswith("LLMC_"):
             monkeypatch.delenv(var, raising=False)
     return home
-
-
-def git(root: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.com",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.com",
-    }
-    out = subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, env=env, check=True
-    )
-    return out.stdout
-
-
-def write_files(root: Path, files: dict[str, str | bytes]) -> None:
-    for rel, content in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-
-
-def make_repo(root: Path, files: dict[str, str | bytes], use_git: bool = True) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    write_files(root, files)
-    if use_git:
-        git(root, "init", "-q", "-b", "main")
-        git(root, "add", "-A")
-        git(root, "commit", "-q", "-m", "fixture")
-    return root
-
-
-SAMPLE_FILES: dict[str, str] = {
-    "app/store.py": '''"""Persistence for the sample app."""
-
-import sqlite3
-
-DEFAULT_PATH = "app.db"
-
-
-class SessionStore:
-    """Keeps user sessions in SQLite."""
-
-    def __init__(self, path=DEFAULT_PATH):
-        self.conn = sqlite3.connect(path)
-
-    def save_session(self, user_id, token):
-        """Persist a session token for a user."""
-        self.conn.execute("INSERT INTO sessions VALUES (?, ?)", (user_id, token))
-
-
-def open_store(path):
-    """Open the session store at path."""
-    return SessionStore(path)
-''',
-    "app/server.js": """// HTTP server for the sample app
-const http = require('http');
-
-class Router {
-  constructor() { this.routes = {}; }
-  addRoute(path, handler) { this.routes[path] = handler; }
-}
-
-function startServer(port) {
-  return http.createServer().listen(port);
-}
-
-module.exports = { Router, startServer };
-""",
-    "cmd/main.go": """package main
-
-import "fmt"
-
-type Server struct{ Port int }
-
-func (s *Server) Handle(path string) string {
-\treturn fmt.Sprintf("handled %s", path)
-}
-
-func main() {
-\tfmt.Println("hello")
-}
-""",
-    "docs/guide.md": """# Guide
-
-Welcome to the sample app.
-
-## Installation
-
-Install with pip and run the server.
-
-## Configuration
-
-### Sessions
-
-Sessions are stored in SQLite; set the path with `DEFAULT_PATH`.
-""",
-    "README.txt": "Sample app.\n\nIt stores sessions and routes requests.\n",
-}
 
 
 @pytest.fixture

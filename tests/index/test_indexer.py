@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import make_repo
+from repo_fixtures import make_repo
 
 from llmc.cli import main
 from llmc.paths import db_path, lexical_path

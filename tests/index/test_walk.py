@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from conftest import make_repo
+from repo_fixtures import make_repo
 
 from llmc.config import IndexConfig
 from llmc.index.walk import read_text, walk
@@ -61,7 +61,7 @@ def _check(result, root) -> None:
 
 def test_git_repo_uses_git_file_list(tmp_path):
     root = make_repo(tmp_path / "r", BAD_FILES, use_git=False)
-    from conftest import git
+    from repo_fixtures import git
 
     git(root, "init", "-q")
     # node_modules etc. are untracked and not ignored: git lists them, the walker skips them

@@ -1,0 +1,28 @@
+"""The repository graph: definitions, calls, imports, inheritance, tests and doc mentions.
+
+Write side: ``update_graph`` (called by the indexer) keeps ``.llmc/rag_graph.json`` in step
+with the store. Read side: ``load_graph`` gives a cached :class:`RepoGraph` with
+``neighbors``, ``degree``, ``pagerank``, ``node_for_span``, ``spans_for_node``,
+``where_used`` and ``deps``. Heavy imports (tree-sitter, networkx) happen inside functions.
+"""
+
+from llmc.graph.build import update_graph
+from llmc.graph.model import EDGE_TYPES, GraphStats
+from llmc.graph.query import (
+    AmbiguousSymbolError,
+    GraphMissingError,
+    RepoGraph,
+    SymbolNotFoundError,
+    load_graph,
+)
+
+__all__ = [
+    "EDGE_TYPES",
+    "AmbiguousSymbolError",
+    "GraphMissingError",
+    "GraphStats",
+    "RepoGraph",
+    "SymbolNotFoundError",
+    "load_graph",
+    "update_graph",
+]

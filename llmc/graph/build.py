@@ -1,0 +1,392 @@
+"""Build and incrementally update ``.llmc/rag_graph.json`` after an index run.
+
+Steps: per-file facts (re-extracted only for changed files; the rest come from
+``.llmc/graph_facts.json``, a cache keyed by each file's content hash in the store) →
+cross-file resolution over all facts (cheap; always redone, so a changed definition is seen
+by every caller) → node ↔ span mapping → node-link JSON written atomically.
+
+The store is the source of truth: a missing, corrupt or stale graph or cache is rebuilt
+from ``store.files()``, and every cached entry is checked against the store's content hash,
+so a crash between any two writes is repaired by the next run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from llmc.graph.extract import extract_file
+from llmc.graph.langs import is_doc, spec_for
+from llmc.graph.model import (
+    FACTS_FILE,
+    FACTS_VERSION,
+    FILE,
+    GRAPH_FILE,
+    SCHEMA,
+    SCHEMA_VERSION,
+    UNRESOLVED,
+    Def,
+    FileFacts,
+    GraphStats,
+)
+from llmc.graph.resolve import Resolver
+
+if TYPE_CHECKING:
+    from llmc.config import GraphConfig
+    from llmc.store.db import Store
+
+log = logging.getLogger(__name__)
+
+# Bump when resolution changes what it produces from the same facts: a no-op update then
+# resolves again instead of reusing the previous graph.
+RESOLVER_VERSION = 1
+_FAILURES = ("unreadable", "binary", "extract", "doc:")  # errors that lose a file's facts
+_SPAN_DEF_KINDS_SKIP = frozenset({"module", "block", "section", "paragraph", "window", "text"})
+
+
+def graph_path(repo_root: Path) -> Path:
+    return Path(repo_root) / ".llmc" / GRAPH_FILE
+
+
+def update_graph(
+    repo_root: Path,
+    store: Store,
+    changed: list[str],
+    removed: list[str],
+    generation: int,
+    cfg: GraphConfig | None = None,
+) -> GraphStats:
+    """Bring the graph up to date with the store after an index run (writer lock held).
+
+    ``changed`` files are re-extracted from disk; other files reuse cached facts when the
+    store's content hash still matches; ``removed`` files drop out. Returns what was done.
+    """
+    started = time.perf_counter()
+    repo_root = Path(repo_root)
+    if cfg is None:
+        from llmc.config import load_config
+
+        cfg = load_config(repo_root).graph
+    if not cfg.enabled:
+        log.debug("graph disabled in config; not updated")
+        return GraphStats(generation=generation)
+    llmc_dir = repo_root / ".llmc"
+    llmc_dir.mkdir(parents=True, exist_ok=True)
+    previous = _read_json(llmc_dir / GRAPH_FILE)
+    header = _header(previous)
+    cache = _load_facts_cache(llmc_dir / FACTS_FILE)
+    rebuilt = (
+        header is None
+        or not cache.get("token")
+        or header.get("facts_token") != cache.get("token")
+        or int(header.get("generation") or 0) > generation
+    )
+    if rebuilt:
+        log.info("graph: missing, corrupt or stale; rebuilding from all indexed files")
+
+    records = store.files()
+    changed_set = set(changed) - set(removed)
+    cached_files: dict[str, Any] = cache.get("files", {})
+    settings = {"resolver": RESOLVER_VERSION, "name_fallback": cfg.name_fallback}
+    unchanged = (
+        not rebuilt
+        and not changed_set
+        and header.get("settings") == settings
+        and set(records) == set(cached_files)
+        and all(
+            r.content_hash and cached_files[p].get("hash") == r.content_hash
+            for p, r in records.items()
+        )
+    )
+    if unchanged:  # nothing to extract or resolve: refresh span ids and the generation
+        nodes = {n.pop("id"): n for n in previous["nodes"]}
+        edges = [(e.pop("source"), e.pop("target"), e.pop("key"), e) for e in previous["edges"]]
+        for e in edges:
+            e[3].pop("type", None)
+        counts = header.get("stats", {}).get("resolution", {})
+        token = cache["token"]
+        extracted = failed = 0
+        reused = len(records)
+        spans_by_path = _span_rows(store)
+    else:
+        facts: dict[str, FileFacts] = {}
+        new_cache: dict[str, Any] = {}
+        extracted = reused = failed = 0
+        spans_by_path = None
+        for path in sorted(records):
+            rec = records[path]
+            entry = cached_files.get(path)
+            if (
+                path not in changed_set
+                and entry is not None
+                and rec.content_hash
+                and entry.get("hash") == rec.content_hash
+            ):
+                try:
+                    facts[path] = FileFacts.from_json(entry["facts"])
+                    new_cache[path] = entry
+                    reused += 1
+                    continue
+                except (KeyError, TypeError, ValueError):
+                    log.debug("%s: cached graph facts unreadable; re-extracting", path)
+            if spans_by_path is None:
+                spans_by_path = _span_rows(store)
+            f = _extract_one(repo_root, path, rec.lang, rec.category, cfg, spans_by_path.get(path))
+            extracted += 1
+            if f.error.startswith(_FAILURES):
+                failed += 1
+            facts[path] = f
+            new_cache[path] = {"hash": rec.content_hash, "facts": f.to_json()}
+
+        nodes, edges, counts = Resolver(facts, repo_root, cfg.name_fallback).run()
+        if spans_by_path is None:
+            spans_by_path = _span_rows(store)
+        token = cache.get("token") if extracted == 0 and not rebuilt else None
+        if token is None or set(new_cache) != set(cached_files):
+            token = uuid.uuid4().hex
+            _write_json(
+                llmc_dir / FACTS_FILE,
+                {"version": FACTS_VERSION, "token": token, "files": new_cache},
+            )
+    for n in nodes.values():
+        n.pop("span_id", None)
+    _attach_spans(nodes, spans_by_path)
+    span_nodes = _span_nodes(nodes, spans_by_path)
+
+    seconds = time.perf_counter() - started
+    stats = GraphStats(
+        generation=generation,
+        nodes=len(nodes),
+        edges=len(edges),
+        nodes_by_kind=dict(Counter(n["kind"] for n in nodes.values()).most_common()),
+        edges_by_type=dict(Counter(t for _, _, t, _ in edges).most_common()),
+        resolution=counts,
+        files=len(records),
+        files_extracted=extracted,
+        files_cached=reused,
+        files_failed=failed,
+        rebuilt=rebuilt,
+        seconds=round(seconds, 4),
+    )
+    meta = {"facts_token": token, "settings": settings, "span_nodes": span_nodes}
+    _write_json(llmc_dir / GRAPH_FILE, to_node_link(nodes, edges, generation, stats, meta))
+    log.info(
+        "graph: %d nodes, %d edges (%d files re-extracted, %d cached) in %.2fs",
+        stats.nodes,
+        stats.edges,
+        extracted,
+        reused,
+        seconds,
+    )
+    return stats
+
+
+def _extract_one(
+    repo_root: Path,
+    path: str,
+    lang: str | None,
+    category: str | None,
+    cfg: GraphConfig,
+    spans: list[tuple] | None,
+) -> FileFacts:
+    cat = "doc" if is_doc(path, lang, category) and spec_for(path, None) is None else "code"
+    full = repo_root / path
+    try:
+        size = full.stat().st_size
+        if size > cfg.max_file_size:
+            f = FileFacts(path, lang or "", cat, error=f"too large ({size} bytes)")
+        else:
+            raw = full.read_bytes()
+            if b"\x00" in raw[:8192]:
+                f = FileFacts(path, lang or "", cat, error="binary")
+            else:
+                f = extract_file(path, raw.decode("utf-8", "replace"), lang, category)
+    except OSError as e:
+        f = FileFacts(path, lang or "", cat, error=f"unreadable: {e.strerror or e}")
+    if f.error:
+        log.debug("%s: %s", path, f.error)
+    if not f.defs and f.category == "code" and spans:
+        # Languages without a tags query, and files too large to parse: definitions only,
+        # from the spans the indexer already cut.
+        f.defs = _defs_from_spans(spans)
+        f.end_line = max([f.end_line] + [r[4] for r in spans])
+    return f
+
+
+def _defs_from_spans(rows: list[tuple]) -> list[Def]:
+    out: dict[str, Def] = {}
+    for _, kind, qual, symbol, start, end, part in rows:
+        if part or kind in _SPAN_DEF_KINDS_SKIP or not qual:
+            continue
+        out.setdefault(qual, Def(symbol or qual.rsplit(".", 1)[-1], qual, kind, start, end))
+    return list(out.values())
+
+
+def _span_rows(store: Store) -> dict[str, list[tuple]]:
+    """path → [(span id, kind, qualname, symbol, start, end, part)], without span text."""
+    out: dict[str, list[tuple]] = {}
+    try:
+        rows = store.conn.execute(
+            "SELECT id, path, kind, qualname, symbol, start_line, end_line, part FROM spans"
+        ).fetchall()
+        for sid, path, kind, qual, sym, start, end, part in rows:
+            out.setdefault(path, []).append((sid, kind, qual, sym, start, end, part))
+    except Exception as e:  # noqa: BLE001 - fall back to the public iterator
+        log.debug("span metadata query failed (%s); iterating spans", e)
+        for s in store.iter_spans():
+            sp = s.span
+            out.setdefault(sp.path, []).append(
+                (s.id, sp.kind, sp.qualname, sp.symbol, sp.start_line, sp.end_line, sp.part)
+            )
+    return out
+
+
+def _attach_spans(nodes: dict[str, dict[str, Any]], spans: dict[str, list[tuple]]) -> None:
+    """Give each node the id of the span that defines it (same qualname, else the
+    smallest span around its first line; a file gets its module span or first span)."""
+    for n in nodes.values():
+        if n["kind"] == UNRESOLVED:
+            continue
+        rows = spans.get(n["path"])
+        if not rows:
+            continue
+        if n["kind"] == FILE:
+            mod = [r for r in rows if r[1] == "module" and r[6] == 0]
+            n["span_id"] = (mod or sorted(rows, key=lambda r: (r[4], r[6])))[0][0]
+            continue
+        start, end, qual = n["start_line"], n["end_line"], n.get("qualname", "")
+        same = [r for r in rows if r[2] == qual and r[6] == 0]
+        if same:
+            n["span_id"] = min(same, key=lambda r: abs(r[4] - start))[0]
+            continue
+        around = [r for r in rows if r[4] <= start <= r[5]]
+        if not around:
+            continue
+        covering = [r for r in around if r[5] >= end] or around
+        n["span_id"] = min(covering, key=lambda r: (r[5] - r[4], r[6]))[0]
+
+
+def _span_nodes(nodes: dict[str, dict[str, Any]], spans: dict[str, list[tuple]]) -> dict[str, str]:
+    """Every span id → the node it belongs to: the node it defines, else (parts of a split
+    definition, module-level blocks, paragraphs) the innermost node around its first line."""
+    out: dict[str, str] = {}
+    best: dict[int, tuple[tuple, str]] = {}
+    by_path: dict[str, list[tuple[int, int, str, str]]] = {}
+    for nid, n in nodes.items():
+        if n["kind"] == UNRESOLVED:
+            continue
+        sid = n.get("span_id")
+        if sid is not None:
+            rank = (n["kind"] != FILE, n["end_line"] - n["start_line"], nid)
+            if sid not in best or rank > best[sid][0]:
+                best[sid] = (rank, nid)
+        if n["kind"] != FILE:
+            by_path.setdefault(n["path"], []).append(
+                (n["start_line"], n["end_line"], n.get("qualname", ""), nid)
+            )
+    for path, rows in spans.items():
+        defs = by_path.get(path, [])
+        for sid, _, qual, _, start, _, _ in rows:
+            if sid in best:
+                out[str(sid)] = best[sid][1]
+                continue
+            same = [d for d in defs if d[2] == qual and qual]
+            around = same or [d for d in defs if d[0] <= start <= d[1]]
+            if around:
+                out[str(sid)] = min(around, key=lambda d: d[1] - d[0])[3]
+            elif path in nodes:
+                out[str(sid)] = path
+    return out
+
+
+def to_node_link(
+    nodes: dict[str, dict[str, Any]],
+    edges: list[tuple[str, str, str, dict[str, Any]]],
+    generation: int,
+    stats: GraphStats,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """networkx node-link data (``edges="edges"``); an edge's key is its type."""
+    return {
+        "directed": True,
+        "multigraph": True,
+        "graph": {
+            "schema": SCHEMA,
+            "version": SCHEMA_VERSION,
+            "generation": generation,
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "stats": stats.to_json(),
+            **(extra or {}),
+        },
+        "nodes": [{"id": nid, **attrs} for nid, attrs in sorted(nodes.items())],
+        "edges": [
+            {"source": s, "target": d, "key": t, "type": t, **attrs}
+            for s, d, t, attrs in sorted(edges, key=lambda e: (e[0], e[2], e[1]))
+        ],
+    }
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(Path(path).read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def _header(data: Any) -> dict[str, Any] | None:
+    """The ``graph`` attributes of graph data, or None if it is not a readable llmc graph."""
+    graph = data.get("graph") if isinstance(data, dict) else None
+    if not isinstance(graph, dict) or graph.get("schema") != SCHEMA:
+        return None
+    if graph.get("version") != SCHEMA_VERSION:
+        return None
+    if not isinstance(data.get("nodes"), list) or not isinstance(data.get("edges"), list):
+        return None
+    return graph
+
+
+def read_header(path: Path) -> dict[str, Any] | None:
+    """The ``graph`` attributes of a graph file, or None if missing, corrupt or foreign."""
+    return _header(_read_json(path))
+
+
+def _load_facts_cache(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        log.debug("graph facts cache unreadable (%s); re-extracting everything", e)
+        return {}
+    if not isinstance(data, dict) or data.get("version") != FACTS_VERSION:
+        return {}
+    if not isinstance(data.get("files"), dict):
+        return {}
+    return data
+
+
+def _write_json(path: Path, data: Any) -> None:
+    """Write atomically: a temp file in the same directory, then ``os.replace``."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, 0o644)
+        text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)  # C encoder
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+__all__ = ["graph_path", "read_header", "to_node_link", "update_graph"]

@@ -1,0 +1,255 @@
+"""Records of the repository graph: per-file facts, node ids, edge types, build stats.
+
+Extraction turns one file into a :class:`FileFacts` (definitions, calls, imports, bindings,
+inheritance, doc mentions) that does not depend on any other file, so it can be cached by
+content. Resolution (``resolve.py``) joins all files' facts into nodes and edges.
+Facts serialise to compact JSON rows (lists), not dicts, to keep the cache small.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+SCHEMA = "llmc.rag_graph"
+SCHEMA_VERSION = 1
+FACTS_VERSION = 4
+GRAPH_FILE = "rag_graph.json"
+FACTS_FILE = "graph_facts.json"
+
+# Edge types.
+DEFINES = "defines"  # file -> top-level def, class -> method, doc file -> section
+CALLS = "calls"  # caller def (or file for module-level code) -> callee def / class
+IMPORTS = "imports"  # file -> imported file, file -> imported def
+INHERITS = "inherits"  # class -> base class / interface / trait
+TESTS = "tests"  # test function (or test file) -> code it calls or imports
+MENTIONS = "mentions"  # doc section -> def or file it names
+EDGE_TYPES = (DEFINES, CALLS, IMPORTS, INHERITS, TESTS, MENTIONS)
+# Edge types whose targets are resolved by name and so have a resolution rate.
+RESOLVED_TYPES = (CALLS, IMPORTS, INHERITS, MENTIONS)
+
+# Node kinds.
+FILE = "file"
+UNRESOLVED = "unresolved"  # name-only placeholder target of an unresolved reference
+SECTION = "section"
+CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum", "impl"})
+FUNC_KINDS = frozenset({"function", "method"})
+
+# Confidences of resolved edges.
+EXACT = 1.0  # by scope, import or path rule
+INFERRED = 0.9  # through an inferred variable type or inheritance
+BY_NAME = 0.6  # the only definition with that name in the repository
+NAME_ONLY = 0.3  # unresolved: edge to the ``?name`` placeholder
+
+
+def node_id(path: str, qualname: str = "") -> str:
+    """``path`` for a file, ``path::Qualified.name`` for a definition or section."""
+    return f"{path}::{qualname}" if qualname else path
+
+
+def unresolved_id(name: str) -> str:
+    return f"?{name}"
+
+
+def split_node_id(nid: str) -> tuple[str, str]:
+    path, _, qual = nid.partition("::")
+    return path, qual
+
+
+class _Row:
+    """Serialise a flat dataclass as a list of its field values (JSON-friendly)."""
+
+    def to_row(self) -> list[Any]:
+        return [getattr(self, f.name) for f in fields(self)]  # type: ignore[arg-type]
+
+    @classmethod
+    def from_row(cls, row: list[Any]):
+        return cls(*row)
+
+
+@dataclass(frozen=True)
+class Def(_Row):
+    """A definition; ``qualname`` is relative to its file (``Class.method``)."""
+
+    name: str
+    qualname: str
+    kind: str  # class, interface, function, method, module, impl (pseudo), section
+    start_line: int
+    end_line: int
+    returns: str = ""  # declared return type text, for type inference
+    test: bool = False
+
+
+@dataclass(frozen=True)
+class Call(_Row):
+    """A call (or ``new``) in ``scope`` (qualname of the enclosing def, "" = module)."""
+
+    scope: str
+    name: str
+    receiver: str  # text left of the name ("self", "os.path", "crate::a"), "" if none
+    line: int
+    new: bool = False
+
+
+@dataclass(frozen=True)
+class Import(_Row):
+    """One imported module and the names bound from it.
+
+    ``names`` is a list of ``[name, alias]``; ``["*", ""]`` is a wildcard. ``alias`` binds the
+    module itself (``import a.b as c``, ``import * as ns``, Go package alias). ``level`` counts
+    the dots of a Python relative import. ``kind`` is ``import``, ``reexport`` or ``mod``.
+    """
+
+    module: str
+    names: list[list[str]]
+    alias: str
+    line: int
+    level: int = 0
+    kind: str = "import"
+    scope: str = ""
+
+
+@dataclass(frozen=True)
+class Binding(_Row):
+    """``name`` in ``scope`` holds a value of type ``type``, the result of calling ``call``,
+    or whatever the expression ``value`` denotes.
+
+    A binding whose scope is a class is an attribute (``self.x = Foo()``, a field).
+    """
+
+    scope: str
+    name: str
+    type: str
+    call: str
+    line: int
+    value: str = ""  # an alias: ``name = other.thing`` (not called)
+
+
+@dataclass(frozen=True)
+class Inherit(_Row):
+    scope: str  # qualname of the class (or impl pseudo-def) that inherits
+    base: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Mention(_Row):
+    """A doc section's reference to code: inline code, autodoc directive, link or path."""
+
+    scope: str  # section qualname
+    text: str
+    kind: str  # inline, role, autodoc, link, path
+    line: int
+
+
+@dataclass
+class FileFacts:
+    """Everything extraction learned from one file, independent of every other file."""
+
+    path: str
+    lang: str
+    category: str  # code or doc
+    module: str = ""  # Go / Java package clause
+    test: bool = False
+    default_export: str = ""  # JS/TS: name behind ``export default``
+    error: str = ""  # why extraction was partial or skipped
+    defs: list[Def] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    imports: list[Import] = field(default_factory=list)
+    bindings: list[Binding] = field(default_factory=list)
+    inherits: list[Inherit] = field(default_factory=list)
+    mentions: list[Mention] = field(default_factory=list)
+    end_line: int = 0
+
+    _ROWS = {
+        "defs": Def,
+        "calls": Call,
+        "imports": Import,
+        "bindings": Binding,
+        "inherits": Inherit,
+        "mentions": Mention,
+    }
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "path": self.path,
+            "lang": self.lang,
+            "category": self.category,
+            "module": self.module,
+            "test": self.test,
+            "default_export": self.default_export,
+            "error": self.error,
+            "end_line": self.end_line,
+        }
+        for key in self._ROWS:
+            out[key] = [r.to_row() for r in getattr(self, key)]
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FileFacts:
+        rows = {
+            key: [kind.from_row(r) for r in data.get(key, ())] for key, kind in cls._ROWS.items()
+        }
+        return cls(
+            path=data["path"],
+            lang=data["lang"],
+            category=data["category"],
+            module=data.get("module", ""),
+            test=bool(data.get("test", False)),
+            default_export=data.get("default_export", ""),
+            error=data.get("error", ""),
+            end_line=int(data.get("end_line", 0)),
+            **rows,
+        )
+
+
+@dataclass(frozen=True)
+class GraphStats:
+    """What one graph build did and what the graph holds."""
+
+    generation: int = 0
+    nodes: int = 0
+    edges: int = 0
+    nodes_by_kind: dict[str, int] = field(default_factory=dict)
+    edges_by_type: dict[str, int] = field(default_factory=dict)
+    # Per edge type: {"resolved": n, "unresolved": n, "external": n, "rate": 0..1}.
+    resolution: dict[str, dict[str, float]] = field(default_factory=dict)
+    files: int = 0
+    files_extracted: int = 0
+    files_cached: int = 0
+    files_failed: int = 0
+    rebuilt: bool = False
+    seconds: float = 0.0
+
+    @property
+    def resolution_rate(self) -> float:
+        """Share of call references resolved to a definition (1.0 when there are none)."""
+        return float(self.resolution.get(CALLS, {}).get("rate", 1.0))
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> GraphStats:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+__all__ = [
+    "Binding",
+    "CALLS",
+    "Call",
+    "DEFINES",
+    "Def",
+    "EDGE_TYPES",
+    "FileFacts",
+    "GraphStats",
+    "IMPORTS",
+    "INHERITS",
+    "Import",
+    "Inherit",
+    "MENTIONS",
+    "Mention",
+    "TESTS",
+    "node_id",
+]

@@ -1,0 +1,245 @@
+"""Building and incrementally updating .llmc/rag_graph.json from a real store."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from graph_helpers import copy_project, filler_factory, touch_later
+
+import llmc.graph.build as build
+from llmc.config import GraphConfig
+from llmc.graph import load_graph, update_graph
+from llmc.graph.model import FACTS_FILE, GRAPH_FILE, SCHEMA, SCHEMA_VERSION
+
+filler = pytest.fixture(name="filler")(filler_factory)
+
+
+def _index(root, filler, cfg=None):
+    f = filler(root)
+    changed = f.put()
+    gen = f.bump()
+    return f, update_graph(root, f.store, changed, [], gen, cfg)
+
+
+def test_full_build_writes_versioned_node_link_json(tmp_path, filler):
+    import networkx as nx
+
+    root = copy_project(tmp_path, "pyshop")
+    f, stats = _index(root, filler)
+    assert stats.rebuilt and stats.files == stats.files_extracted == len(f.store.files())
+    assert stats.nodes > 50 and stats.edges_by_type["calls"] >= 35
+    assert stats.resolution["calls"]["rate"] >= 0.9
+    assert stats.resolution["imports"]["rate"] >= 0.95
+    data = json.loads((root / ".llmc" / GRAPH_FILE).read_text())
+    meta = data["graph"]
+    assert (meta["schema"], meta["version"], meta["generation"]) == (
+        SCHEMA,
+        SCHEMA_VERSION,
+        f.store.generation,
+    )
+    g = nx.node_link_graph(data, edges="edges")  # plain networkx reads it as it is
+    assert g.is_directed() and g.is_multigraph()
+    assert g.has_edge("shop/cli.py::main", "shop/service.py::create_service", key="calls")
+    assert g.nodes["shop/service.py::OrderService.place"]["kind"] == "method"
+    assert not list((root / ".llmc").glob("*.tmp"))
+
+
+def test_nodes_carry_the_span_that_defines_them(tmp_path, filler):
+    root = copy_project(tmp_path, "pyshop")
+    f, _ = _index(root, filler)
+    graph = load_graph(root)
+    checked = 0
+    for nid, a in graph.g.nodes(data=True):
+        if a["kind"] in ("function", "method", "class", "section"):
+            assert a.get("span_id") is not None, nid
+            span = f.store.spans_by_ids([a["span_id"]])[a["span_id"]].span
+            assert span.path == a["path"]
+            if a["kind"] != "function" or "." not in a["qualname"]:  # closures share a span
+                assert span.qualname == a["qualname"], nid
+            assert graph.node_for_span(a["span_id"]) in (nid, nid.rsplit(".", 1)[0])
+            checked += 1
+    assert checked > 40
+    place = graph.node("shop/service.py::OrderService.place")
+    spans = graph.spans_for_node(place.id, f.store)
+    assert [s.id for s in spans] == [place.span_id]
+
+
+def test_incremental_update_reparses_only_changed_files(tmp_path, filler, monkeypatch):
+    root = copy_project(tmp_path, "pyshop")
+    f, first = _index(root, filler)
+    parsed: list[str] = []
+    real = build.extract_file
+    monkeypatch.setattr(build, "extract_file", lambda p, *a: parsed.append(p) or real(p, *a))
+
+    # rename util.note: its callers in unchanged files must see the change
+    util = root / "shop" / "util.py"
+    touch_later(util, util.read_text().replace("def note(", "def notify("))
+    changed = f.put(["shop/util.py"])
+    stats = update_graph(root, f.store, changed, [], f.bump())
+    assert parsed == ["shop/util.py"]
+    assert (stats.files_extracted, stats.files_cached) == (1, first.files - 1)
+    assert not stats.rebuilt
+    graph = load_graph(root)
+    assert "shop/util.py::notify" in graph and "shop/util.py::note" not in graph
+    callers = {e.other for e in graph.neighbors("shop/util.py::notify", ["calls"], "in")}
+    assert callers == set()  # service.py and memory.py still call note(), which is gone
+    place = {e.other for e in graph.neighbors("shop/service.py::OrderService.place", ["calls"])}
+    assert "shop/util.py::round2" in place
+
+    # nothing changed: nothing parsed, same graph, new generation
+    parsed.clear()
+    again = update_graph(root, f.store, [], [], f.bump())
+    assert parsed == [] and again.files_extracted == 0 and again.nodes == stats.nodes
+    assert load_graph(root).generation == f.store.generation
+
+    # delete a file
+    (root / "shop" / "events.py").unlink()
+    f.remove(["shop/events.py"])
+    gone = update_graph(root, f.store, [], ["shop/events.py"], f.bump())
+    assert parsed == [] and gone.files == stats.files - 1
+    graph = load_graph(root)
+    assert "shop/events.py" not in graph and "shop/events.py::Bus" not in graph
+
+
+def test_missing_or_corrupt_files_are_rebuilt(tmp_path, filler):
+    root = copy_project(tmp_path, "pyshop")
+    f, first = _index(root, filler)
+    llmc = root / ".llmc"
+    (llmc / GRAPH_FILE).write_text("{not json", encoding="utf-8")
+    stats = update_graph(root, f.store, [], [], f.bump())
+    assert stats.rebuilt and stats.nodes == first.nodes
+    assert load_graph(root).generation == f.store.generation
+
+    (llmc / FACTS_FILE).write_text("[]", encoding="utf-8")  # cache of a foreign shape
+    stats = update_graph(root, f.store, [], [], f.bump())
+    assert stats.rebuilt and stats.files_extracted == stats.files
+
+    (llmc / GRAPH_FILE).unlink()
+    stats = update_graph(root, f.store, [], [], f.bump())
+    assert stats.rebuilt and stats.files_extracted == 0  # facts still valid by content hash
+
+
+def test_store_changes_the_graph_missed_are_caught_by_content_hash(tmp_path, filler):
+    """A crash between the store write and the graph update: the next update, even with
+    an empty ``changed``, sees the file's new content hash and re-extracts it."""
+    root = copy_project(tmp_path, "pyshop")
+    f, _ = _index(root, filler)
+    util = root / "shop" / "util.py"
+    touch_later(util, util.read_text() + "\n\ndef extra() -> None:\n    note('x')\n")
+    f.put(["shop/util.py"])
+    stats = update_graph(root, f.store, [], [], f.bump())
+    assert stats.files_extracted == 1
+    assert "shop/util.py::extra" in load_graph(root)
+
+
+def test_disabled_graph_writes_nothing(tmp_path, filler):
+    root = copy_project(tmp_path, "pyshop")
+    _, stats = _index(root, filler, GraphConfig(enabled=False))
+    assert stats.nodes == 0
+    assert not (root / ".llmc" / GRAPH_FILE).exists()
+
+
+HOSTILE = {
+    "pkg/__init__.py": "from .a import f\n",
+    "pkg/a.py": "from .b import g\n\ndef f():\n    return g()\n",
+    "pkg/b.py": "from .a import f\n\ndef g():\n    return f()\n",  # import cycle
+    "pkg/cycle.py": (
+        "class A(B):\n    def m(self):\n        return self.nope()\n\n"
+        "class B(A):\n    pass\n\n"
+        "class C(C):\n    pass\n\n"
+        "def rec(n):\n    x = x.next()\n    y = y\n    return rec(n - 1) + x.go() + y.go()\n"
+    ),
+    "pkg/reexport.py": "from .reexport import thing\nfrom .reexport import *\n\nthing()\n",
+    "pkg/broken.py": "def ok():\n    return helper(\n\ndef (:\n  ]]]\n",
+    "pkg/big.py": "".join(f"def fn_{i}(x):\n    return fn_{i + 1}(x)\n\n" for i in range(3000)),
+    "src/native.c": "int add(int a, int b) { return a + b; }\nint twice(int x) { return add(x, x); }\n",
+    "docs/odd.md": "# A\n## B\n### C\n`" + "x" * 300 + "`\n[bad](http://)\n[](../../..)\n",
+}
+
+
+def test_hostile_repositories_never_crash_the_build(tmp_path, filler):
+    root = tmp_path / "hostile"
+    for rel, text in HOSTILE.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    cfg = GraphConfig(max_file_size=20_000)  # pkg/big.py is larger: definitions only
+    f, stats = _index(root, filler, cfg)
+    graph = load_graph(root)
+    assert stats.files == len(HOSTILE)
+    # the import cycle resolves both ways
+    assert graph.neighbors("pkg/a.py::f", ["calls"]) and graph.neighbors("pkg/b.py::g", ["calls"])
+    # the huge file still has its definitions, from the index's spans, but no calls
+    assert "pkg/big.py::fn_10" in graph
+    assert graph.neighbors("pkg/big.py::fn_10", ["calls"]) == []
+    # a language without a graph query: definitions from spans
+    assert "src/native.c::add" in graph
+    # inheritance cycles and self-referential bindings terminate
+    assert "pkg/cycle.py::C" in graph
+    assert graph.stats.files_failed == 0
+    # and a rebuild from scratch gives the same graph
+    (root / ".llmc" / GRAPH_FILE).unlink()
+    (root / ".llmc" / FACTS_FILE).unlink()
+    again = update_graph(root, f.store, [], [], f.bump(), cfg)
+    assert (again.nodes, again.edges) == (stats.nodes, stats.edges)
+
+
+def test_a_file_gone_from_disk_is_a_message_not_a_crash(tmp_path, filler):
+    root = copy_project(tmp_path, "pyshop")
+    f = filler(root)
+    changed = f.put()
+    (root / "shop" / "cli.py").unlink()  # indexed, then deleted before the graph update
+    stats = update_graph(root, f.store, changed, [], f.bump())
+    assert stats.files_failed == 1
+    assert "shop/cli.py" in load_graph(root)
+
+
+def test_a_failed_write_leaves_the_old_graph(tmp_path, filler, monkeypatch):
+    root = copy_project(tmp_path, "pyshop")
+    f, _ = _index(root, filler)
+    before = (root / ".llmc" / GRAPH_FILE).read_bytes()
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(build.json, "dumps", boom)
+    with pytest.raises(OSError):
+        update_graph(root, f.store, [], [], f.bump())
+    assert (root / ".llmc" / GRAPH_FILE).read_bytes() == before
+    assert not list((root / ".llmc").glob(".*.tmp"))
+
+
+def test_build_of_a_hundred_file_repo_is_fast(tmp_path, filler):
+    """~100 Python files with cross-file calls: a cold build well under 2 s."""
+    root = tmp_path / "hundred"
+    (root / "app").mkdir(parents=True)
+    (root / "app" / "__init__.py").write_text("")
+    for i in range(100):
+        body = [f"from app.m{(i + 1) % 100} import f{(i + 1) % 100}_0\n\n"]
+        for j in range(8):
+            body.append(
+                f"class C{i}_{j}:\n    def run(self, x):\n        return f{i}_{j}(x)\n\n"
+                f"def f{i}_{j}(x):\n    return f{(i + 1) % 100}_0(x) if x else C{i}_{j}()\n\n"
+            )
+        (root / "app" / f"m{i}.py").write_text("".join(body))
+    f = filler(root)
+    changed = f.put()
+    started = time.perf_counter()
+    stats = update_graph(root, f.store, changed, [], f.bump())
+    took = time.perf_counter() - started
+    assert stats.files == 100 and stats.resolution["calls"]["rate"] == 1.0
+    assert took < 2.0, f"cold build took {took:.2f}s"
+
+
+def test_parts_of_a_split_definition_map_to_it(tmp_path, filler):
+    root = tmp_path / "long"
+    root.mkdir()
+    body = "".join(f"    x{i} = helper({i})\n" for i in range(300))
+    (root / "long.py").write_text(f"def helper(n):\n    return n\n\n\ndef long():\n{body}")
+    f, _ = _index(root, filler)
+    graph = load_graph(root)
+    parts = [s for s in f.store.spans_for_path("long.py") if s.span.qualname == "long"]
+    assert len(parts) > 1
+    assert {graph.node_for_span(s.id) for s in parts} == {"long.py::long"}
+    assert graph.neighbors("long.py::long", ["calls"])[0].count == 300
