@@ -1,0 +1,35 @@
+"""Local LLMs behind one call: ``get_llm(cfg).generate(prompt, ...) -> Generation``.
+
+Providers: ``ollama`` (a local ollama server), ``embedded`` (a GGUF model in-process via
+llama.cpp; default SmolLM2-135M-Instruct), ``none``; ``auto`` picks the first that works.
+Any failure to answer raises LLMUnavailable (LLMTimeout when too slow), one line long.
+"""
+
+from llmc.models.llm._base import LLM, Generation, LLMTimeout, LLMUnavailable, NoneLLM
+from llmc.models.llm._embedded import EmbeddedLLM, default_model_path, resolve_model_path
+from llmc.models.llm._ollama import OllamaLLM, resolve_host
+from llmc.models.llm._select import (
+    PROVIDERS,
+    ProviderStatus,
+    clear_cache,
+    get_llm,
+    provider_statuses,
+)
+
+__all__ = [
+    "LLM",
+    "PROVIDERS",
+    "EmbeddedLLM",
+    "Generation",
+    "LLMTimeout",
+    "LLMUnavailable",
+    "NoneLLM",
+    "OllamaLLM",
+    "ProviderStatus",
+    "clear_cache",
+    "default_model_path",
+    "get_llm",
+    "provider_statuses",
+    "resolve_host",
+    "resolve_model_path",
+]
