@@ -265,6 +265,201 @@ def index_cmd(
         _print_summary(summary, verbose)
 
 
+# --- doctor (logic: llmc/models/doctor.py) ----------------------------------------------
+@main.command("doctor")
+@repo_option
+@json_option
+@verbose_option
+def doctor_cmd(repo: Path | None, as_json: bool, verbose: int) -> None:
+    """Show what this machine can run: LLM providers, models, device, sqlite-vec, tree-sitter.
+
+    Exits 1 when a required component (sqlite-vec, tree-sitter) is broken.
+    """
+    from llmc.config import load_config
+    from llmc.models.doctor import run_doctor
+
+    _setup_logging(verbose)
+    report = run_doctor(load_config(_repo_root(repo)))
+    if as_json:
+        _print_json(report.as_dict())
+    else:
+        for line in report.lines():
+            click.echo(line)
+    if not report.ok:
+        sys.exit(1)
+
+
+# --- end doctor ------------------------------------------------------------------------
+
+
+# --- search (logic: llmc/search/) ---------------------------------------------------------
+def _search_overrides(
+    no_bm25: bool, no_dense: bool, no_routing: bool, no_exact: bool, fusion: str | None
+) -> dict[str, Any]:
+    return {
+        "search.bm25": False if no_bm25 else None,
+        "search.dense": False if no_dense else None,
+        "search.routing": False if no_routing else None,
+        "search.exact_symbol": False if no_exact else None,
+        "search.fusion": fusion,
+    }
+
+
+def _print_search(con, response, explain: bool) -> None:
+    """Rank, path:start-end, symbol, score, then the snippet with the query words lit."""
+    import re
+
+    from rich.markup import escape
+    from rich.text import Text
+
+    terms = sorted({t for t in response.highlight_terms if t}, key=len, reverse=True)
+    pattern = (
+        r"(?i)(?<![A-Za-z0-9])(?:" + "|".join(re.escape(t) for t in terms) + r")[A-Za-z0-9]*"
+        if terms
+        else None
+    )
+    if explain:
+        _print_explain(con, response)
+    if not response.results:
+        con.print("no results", style="yellow")
+    for rank, r in enumerate(response.results, start=1):
+        symbol = f"  [bold]{escape(r.symbol)}[/] [dim]{escape(r.kind)}[/]" if r.symbol else ""
+        con.print(
+            f"[bold cyan]{rank:>2}.[/] [green]{escape(r.path)}[/]:{r.start_line}-{r.end_line}"
+            f"{symbol}  [dim]{r.score:.4f} {escape(','.join(r.sources))}[/]"
+        )
+        width = len(str(r.snippet_start_line + r.snippet.count("\n")))
+        for i, line in enumerate(r.snippet.split("\n")):
+            text = Text(f"   {r.snippet_start_line + i:>{width}} │ ", style="dim")
+            body = Text(line)
+            if pattern:
+                body.highlight_regex(pattern, style="bold yellow")
+            con.print(text + body, overflow="ellipsis", no_wrap=True)
+    for w in response.warnings:
+        _console(stderr=True).print(f"warning: {w}", markup=False, style="yellow")
+
+
+def _print_explain(con, response) -> None:
+    from rich.markup import escape
+
+    route, ex = response.route, response.explain
+    con.print(
+        f"[bold]route[/] {route.intent} (p_code {route.p_code:.2f}, confidence "
+        f"{route.confidence:.2f}, {route.source}); route weights "
+        + ", ".join(f"{k} {v:.2f}" for k, v in route.weights.items())
+        + "; list weights "
+        + ", ".join(f"{k} {v:.2f}" for k, v in route.list_weights.items())
+    )
+    for reason in route.reasons:
+        con.print(f"  · {escape(reason)}")
+    if ex is None:
+        return
+    for name, hits in ex.lists.items():
+        con.print(f"[bold]{escape(name)}[/] top {len(hits)}")
+        for h in hits:
+            con.print(
+                f"  {h.rank:>2}. {escape(h.path)}:{h.start_line}-{h.end_line} "
+                f"{escape(h.symbol)} [dim]{h.score:.4f}[/]"
+            )
+    con.print(f"[bold]fusion[/] {ex.fusion}")
+    rows = zip(response.results, ex.ranks, ex.contributions, strict=True)
+    for n, (r, ranks, contrib) in enumerate(rows, start=1):
+        parts = ", ".join(f"{name} {v:.4f} (#{ranks[name]})" for name, v in contrib.items())
+        pinned = " pinned (exact symbol)" if "exact" in ranks and "exact" not in contrib else ""
+        con.print(f"  {n:>2}. {escape(r.path)}:{r.start_line} = {r.score:.4f}{pinned}: {parts}")
+    for s in ex.stages:
+        con.print(f"[bold]{escape(s.stage)}[/] {escape(s.note)}")
+    con.print(
+        "[dim]timings ms: "
+        + ", ".join(f"{k} {v:.1f}" for k, v in response.timings_ms.items())
+        + f"; total {response.took_ms:.1f}[/]"
+    )
+    con.print()
+
+
+def _stdin_queries():
+    """One query per stdin line, decoded leniently (binary garbage is the query's problem)."""
+    binary = getattr(sys.stdin, "buffer", None)
+    if binary is None:  # an already-decoded stream
+        yield from (line.rstrip("\r\n") for line in sys.stdin)
+        return
+    for raw in binary:
+        yield raw.rstrip(b"\r\n").decode("utf-8", "replace")
+
+
+@main.command("search")
+@click.argument("query")
+@click.option("-k", "k", type=click.IntRange(min=1), default=None, help="Results (search.k).")
+@click.option(
+    "--route", type=click.Choice(["auto", "code", "docs", "mixed"]), default=None,
+    help="Search code, docs or both; auto lets the router decide (search.route).",
+)  # fmt: skip
+@json_option
+@click.option("--explain", is_flag=True, help="Show the route, each retriever's hits, fusion.")
+@repo_option
+@click.option("--no-bm25", is_flag=True, help="Switch BM25 off (search.bm25).")
+@click.option("--no-dense", is_flag=True, help="Switch dense retrieval off (search.dense).")
+@click.option("--no-routing", is_flag=True, help="Search every route unweighted (search.routing).")
+@click.option("--no-exact", is_flag=True, help="No exact-symbol fast path (search.exact_symbol).")
+@click.option(
+    "--fusion", type=click.Choice(["rrf", "weighted", "max"]), default=None,
+    help="How ranked lists are fused (search.fusion).",
+)  # fmt: skip
+@verbose_option
+def search_cmd(
+    query: str, k: int | None, route: str | None, as_json: bool, explain: bool,
+    repo: Path | None, no_bm25: bool, no_dense: bool, no_routing: bool, no_exact: bool,
+    fusion: str | None, verbose: int,
+) -> None:  # fmt: skip
+    """Search code and docs for QUERY; `-` reads one query per stdin line (batch mode).
+
+    With --json, each query prints one JSON object on one line: query, route, results
+    (path, start_line, end_line, symbol, kind, lang, score, sources, snippet), timings_ms,
+    took_ms, warnings. Paths are relative to the repo root, lines 1-based and inclusive.
+    """
+    from llmc.config import load_config
+    from llmc.errors import IndexMissingError
+    from llmc.search import Searcher
+
+    _setup_logging(verbose)
+    root = _repo_root(repo)
+    cfg = load_config(root, _search_overrides(no_bm25, no_dense, no_routing, no_exact, fusion))
+    batch = query == "-"
+    from llmc.daemon.client import try_daemon  # a running daemon answers warm (llmc/daemon)
+
+    ask = {"query": query, "k": k, "route": route, "explain": explain}
+    if as_json and not batch and (answer := try_daemon(root, "search", ask, cfg)) is not None:
+        return _print_json(answer)
+    failed = 0
+    con = _console()
+    with Searcher(root, cfg) as searcher:
+        if batch:
+            searcher.warm()
+        for q in _stdin_queries() if batch else [query]:
+            try:
+                response = searcher.search(q, k=k, route=route, explain=explain)
+            except LlmcError as e:
+                if not batch or isinstance(e, IndexMissingError):
+                    raise
+                failed += 1
+                if as_json:
+                    _print_json({"query": q, "error": str(e)})
+                else:
+                    con.print(f"error: {e}", markup=False)
+                continue
+            if as_json:
+                _print_json(response.to_json())
+            else:
+                if batch:
+                    con.print(f"» {response.query}", markup=False, style="bold")
+                _print_search(con, response, explain)
+    if failed:
+        raise click.ClickException(f"{failed} of the queries failed (see their error objects)")
+
+
+# --- end search ----------------------------------------------------------------------------
+
+
 # --- status ----------------------------------------------------------------------------
 @main.command("status")
 @repo_option
@@ -307,3 +502,412 @@ def status_cmd(repo: Path | None, as_json: bool, verbose: int) -> None:
         ):
             for p in paths:
                 con.print(f"  {label}: {p}", markup=False)
+
+
+# --- eval (logic: llmc/eval/) -------------------------------------------------------------
+def _print_eval(report, compared: bool) -> None:
+    from rich import box
+    from rich.table import Table
+
+    from llmc.eval import report as fmt
+
+    con = _console()
+    con.print(f"{report.set_name}: {report.n_queries} queries, k={report.k}, repo {report.root}")
+    tables = [
+        (fmt.QUALITY_COLUMNS, fmt.quality_rows(report), None),
+        (fmt.LATENCY_COLUMNS, fmt.latency_rows(report), "p: paired tests against default"),
+        (fmt.INTENT_COLUMNS, fmt.intent_rows(report), None),
+    ]
+    if compared:
+        tables.append(
+            (fmt.COMPARE_COLUMNS, fmt.comparison_rows(report), "Wilcoxon on RR, McNemar on hit@5")
+        )
+    for columns, rows, caption in tables:
+        table = Table(caption=caption, box=box.SIMPLE_HEAD, pad_edge=False)
+        for i, column in enumerate(columns):
+            table.add_column(column, no_wrap=i == 0)
+        for row in rows:
+            table.add_row(*row)
+        con.print(table)
+    for name in report.skipped_variants:
+        con.print(f"skipped variant {name}: its stage is not in this build", markup=False)
+    if report.warnings:
+        con.print(f"{len(report.warnings)} judgments do not fit the repo (-v shows them)")
+
+
+@main.command("eval")
+@click.argument("queries", metavar="QUERIES.jsonl|SET")
+@repo_option
+@click.option("--ablate", is_flag=True, help="Run every stage-off variant into one table.")
+@click.option("--compare", nargs=2, default=None, metavar="A B", help="Paired tests, A vs B.")
+@click.option("--variant", "variants", multiple=True, help="Run this variant (repeatable).")
+@click.option("-k", "k", type=int, default=None, help="Results per query (default search.k).")
+@click.option("--no-index", is_flag=True, help="Search the index as it is; do not update it.")
+@click.option("--per-query", is_flag=True, help="With --json: each query's scores and results.")
+@verbose_option
+@json_option
+def eval_cmd(
+    queries: str,
+    repo: Path | None,
+    ablate: bool,
+    compare: tuple[str, str] | None,
+    variants: tuple[str, ...],
+    k: int | None,
+    no_index: bool,
+    per_query: bool,
+    verbose: int,
+    as_json: bool,
+) -> None:
+    """Measure search on graded queries: MRR, nDCG, recall, Code@3, latency, ablations.
+
+    QUERIES is a JSON Lines file or a shipped set (attrs, marshmallow, llmc); a shipped
+    project set fetches its pinned sdist from PyPI on first use. docs/evaluation.md
+    defines every number.
+    """
+    from llmc.eval.runner import evaluate_set
+
+    _setup_logging(verbose)
+    with _RichProgress(enabled=not as_json and sys.stderr.isatty()) as progress:
+        report = evaluate_set(
+            queries, repo, ablate=ablate, compare_pair=compare, variants=variants, k=k,
+            index=not no_index, progress=progress,
+        )  # fmt: skip
+    if as_json:
+        _print_json(report.to_json(per_query=per_query))
+    else:
+        _print_eval(report, compared=compare is not None)
+
+
+# --- end eval ------------------------------------------------------------------------------
+
+
+# --- graph (owner: llmc/graph; docs/graph.md) ----------------------------------------------
+@main.group("graph", cls=LlmcGroup)
+def graph_group() -> None:
+    """Query the repository graph: who uses a symbol, what it depends on, what is central.
+
+    The graph (.llmc/rag_graph.json) is built by `llmc index`. SYMBOL / TARGET may be a node
+    id (path::Qualified.name), a file path, a qualified name (Store.files), a dotted Python
+    name (pkg.mod.func) or a plain name; an ambiguous name lists the candidates (exit 2).
+    """
+
+
+def _open_graph(repo: Path | None):
+    from llmc.graph import load_graph
+    from llmc.graph.report import stale_warning
+
+    root = _repo_root(repo)
+    graph = load_graph(root)
+    warning = stale_warning(root, graph)
+    if warning:
+        click.echo(warning, err=True)
+    return graph
+
+
+def _graph_answer(graph, query: str, as_json: bool, answer):
+    """Run ``answer()``; an ambiguous name prints its candidates and exits 2."""
+    from llmc.graph import AmbiguousSymbolError
+    from llmc.graph.report import candidate_lines
+
+    try:
+        return answer()
+    except AmbiguousSymbolError as e:
+        if as_json:
+            cands = [graph.node(c).to_json() for c in e.candidates]
+            _print_json({"query": query, "ambiguous": True, "candidates": cands})
+        else:
+            click.echo("\n".join(candidate_lines(graph, query, e.candidates)))
+        sys.exit(2)
+
+
+@graph_group.command("where-used")
+@click.argument("symbol")
+@click.option(
+    "--min-confidence",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="Hide uses resolved with less confidence (name-only guesses are 0.3).",
+)
+@repo_option
+@json_option
+def graph_where_used_cmd(
+    symbol: str, min_confidence: float, repo: Path | None, as_json: bool
+) -> None:
+    """Callers, importers, subclasses, tests and docs of SYMBOL."""
+    from llmc.graph.report import usage_lines
+
+    graph = _open_graph(repo)
+    usage = _graph_answer(graph, symbol, as_json, lambda: graph.where_used(symbol, min_confidence))
+    if as_json:
+        _print_json(usage.to_json())
+    else:
+        click.echo("\n".join(usage_lines(usage)))
+
+
+@graph_group.command("deps")
+@click.argument("target")
+@click.option(
+    "--depth",
+    type=click.IntRange(1, 10),
+    default=None,
+    help="Follow dependencies this many hops (default graph.deps_depth).",
+)
+@repo_option
+@json_option
+def graph_deps_cmd(target: str, depth: int | None, repo: Path | None, as_json: bool) -> None:
+    """What TARGET uses: calls, imports and bases, transitively up to --depth."""
+    from llmc.config import load_config
+    from llmc.graph.report import deps_lines
+
+    graph = _open_graph(repo)
+    depth = depth or load_config(_repo_root(repo)).graph.deps_depth
+    node = _graph_answer(graph, target, as_json, lambda: graph.resolve_one(target))
+    deps = graph.deps(node, depth)
+    if as_json:
+        _print_json(
+            {
+                "target": graph.node(node).to_json(),
+                "depth": depth,
+                "deps": [d.to_json() for d in deps],
+            }
+        )
+    else:
+        click.echo("\n".join(deps_lines(graph, node, deps)))
+
+
+@graph_group.command("neighbors")
+@click.argument("target")
+@click.option(
+    "--type",
+    "edge_types",
+    multiple=True,
+    type=click.Choice(["defines", "calls", "imports", "inherits", "tests", "mentions"]),
+    help="Only these edge types (repeatable).",
+)
+@click.option(
+    "--direction", type=click.Choice(["out", "in", "both"]), default="both", show_default=True
+)
+@repo_option
+@json_option
+def graph_neighbors_cmd(
+    target: str, edge_types: tuple[str, ...], direction: str, repo: Path | None, as_json: bool
+) -> None:
+    """Every edge at TARGET, in and out, with type and confidence."""
+    from llmc.graph.report import neighbor_lines
+
+    graph = _open_graph(repo)
+    node = _graph_answer(graph, target, as_json, lambda: graph.resolve_one(target))
+    edges = graph.neighbors(node, edge_types or None, direction)
+    if as_json:
+        _print_json({"target": graph.node(node).to_json(), "edges": [e.to_json() for e in edges]})
+    else:
+        click.echo("\n".join(neighbor_lines(graph, node, edges)))
+
+
+@graph_group.command("stats")
+@click.option(
+    "--top",
+    type=click.IntRange(0, 1000),
+    default=10,
+    show_default=True,
+    help="How many nodes to list by PageRank.",
+)
+@repo_option
+@json_option
+def graph_stats_cmd(top: int, repo: Path | None, as_json: bool) -> None:
+    """Counts by node kind and edge type, resolution rates, top nodes by PageRank."""
+    from llmc.graph.report import stats_lines
+
+    summary = _open_graph(repo).summary(top)
+    if as_json:
+        _print_json(summary)
+    else:
+        click.echo("\n".join(stats_lines(summary)))
+
+
+# --- end graph -----------------------------------------------------------------------------
+
+
+# --- daemon, hooks, mcp (logic: llmc/daemon/, llmc/hooks.py, llmc/mcp.py) ------------------
+@main.group("daemon", cls=LlmcGroup)
+def daemon_group() -> None:
+    """Background daemon per repository: warm models, local API, file watcher.
+
+    The API is HTTP + JSON on .llmc/daemon.sock (docs/daemon-api.md). While a daemon
+    runs, `llmc search --json` and `llmc mcp` use it; LLMC_NO_DAEMON=1 bypasses it.
+    """
+
+
+def _daemon_options(f):
+    f = click.option("--watch/--no-watch", default=None, help="Reindex on file changes.")(f)
+    f = click.option("--port", type=click.IntRange(0, 65535), default=None,
+                     help="TCP port with --tcp (0: any free port).")(f)  # fmt: skip
+    f = click.option("--tcp/--no-tcp", default=None,
+                     help="Also listen on 127.0.0.1 with a bearer token.")(f)  # fmt: skip
+    return f
+
+
+def _daemon_config(root: Path, tcp: bool | None, port: int | None, watch: bool | None):
+    from llmc.config import load_config
+
+    return load_config(
+        root, overrides={"daemon.tcp": tcp, "daemon.tcp_port": port, "daemon.watch": watch}
+    )
+
+
+@daemon_group.command("start")
+@repo_option
+@_daemon_options
+@verbose_option
+@json_option
+def daemon_start_cmd(repo, tcp, port, watch, verbose: int, as_json: bool) -> None:
+    """Start the daemon in the background; return once its socket answers."""
+    from llmc.daemon import control
+
+    root = _repo_root(repo)
+    args = [*(["--tcp"] if tcp else ["--no-tcp"] if tcp is False else []),
+            *(["--port", str(port)] if port is not None else []),
+            *(["--watch"] if watch else ["--no-watch"] if watch is False else []),
+            *(["-" + "v" * verbose] if verbose else [])]  # fmt: skip
+    res = control.start(root, _daemon_config(root, tcp, port, watch), args)
+    if as_json:
+        _print_json(res.__dict__)
+        return
+    for path in res.cleaned:
+        click.echo(f"removed stale {path}", err=True)
+    state = "already running" if res.already_running else f"started in {res.seconds:.1f}s"
+    click.echo(f"daemon {state} (pid {res.pid}) on {res.socket}")
+
+
+@daemon_group.command("stop")
+@repo_option
+@json_option
+def daemon_stop_cmd(repo: Path | None, as_json: bool) -> None:
+    """Stop the daemon (SIGTERM; SIGKILL after 15 s)."""
+    from llmc.daemon import control
+
+    res = control.stop(_repo_root(repo))
+    if as_json:
+        _print_json(res.__dict__)
+    elif not res.was_running:
+        click.echo("no daemon running" + (" (removed stale files)" if res.cleaned else ""))
+    else:
+        click.echo(f"daemon stopped (pid {res.pid}{', killed' if res.killed else ''})")
+
+
+@daemon_group.command("status")
+@repo_option
+@json_option
+def daemon_status_cmd(repo: Path | None, as_json: bool) -> None:
+    """Uptime, index generation, queue, memory, models. Exit status 3 when not running."""
+    from llmc.daemon import control
+
+    st = control.status(_repo_root(repo))
+    if as_json:
+        _print_json(st)
+    else:
+        click.echo("\n".join(control.status_lines(st)))
+    if not st["running"]:
+        sys.exit(3)
+
+
+@daemon_group.command("logs")
+@repo_option
+@click.option("-n", "--lines", type=click.IntRange(0), default=50, show_default=True)
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines.")
+def daemon_logs_cmd(repo: Path | None, lines: int, follow: bool) -> None:
+    """Print the end of .llmc/daemon.log."""
+    from llmc.daemon import control
+
+    for line in control.logs(_repo_root(repo), lines, follow):
+        click.echo(line)
+
+
+@daemon_group.command("run")
+@repo_option
+@_daemon_options
+@verbose_option
+@click.option("-q", "--quiet", is_flag=True, help="Log warnings only.")
+def daemon_run_cmd(repo, tcp, port, watch, verbose: int, quiet: bool) -> None:
+    """Run the daemon in the foreground (for systemd, launchd, or debugging)."""
+    from llmc.daemon.server import run_daemon
+
+    _setup_logging(max(verbose, 1), quiet)
+    for h in logging.getLogger("llmc").handlers:
+        if getattr(h, "_llmc", False):
+            h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = _repo_root(repo)
+    run_daemon(root, _daemon_config(root, tcp, port, watch))
+
+
+@main.group("hooks", cls=LlmcGroup)
+def hooks_group() -> None:
+    """Git hooks (post-commit, -merge, -checkout, -rewrite) that keep the index fresh."""
+
+
+def _print_hooks(states, as_json: bool) -> None:
+    if as_json:
+        _print_json([s.to_json() for s in states])
+        return
+    for s in states:
+        click.echo(f"{s.hook:<14} {s.state:<10} {s.path}" + (f"  ({s.detail})" if s.detail else ""))
+
+
+@hooks_group.command("install")
+@repo_option
+@json_option
+def hooks_install_cmd(repo: Path | None, as_json: bool) -> None:
+    """Add the llmc block to each hook; existing hooks are kept and still run."""
+    from llmc import hooks
+
+    _print_hooks(hooks.install(_repo_root(repo)), as_json)
+
+
+@hooks_group.command("uninstall")
+@repo_option
+@json_option
+def hooks_uninstall_cmd(repo: Path | None, as_json: bool) -> None:
+    """Remove the llmc block; restore hooks that were chained."""
+    from llmc import hooks
+
+    _print_hooks(hooks.uninstall(_repo_root(repo)), as_json)
+
+
+@hooks_group.command("status")
+@repo_option
+@json_option
+def hooks_status_cmd(repo: Path | None, as_json: bool) -> None:
+    """Which hooks carry the llmc block, and where git looks for hooks."""
+    from llmc import hooks
+
+    _print_hooks(hooks.status(_repo_root(repo)), as_json)
+
+
+@hooks_group.command("notify", hidden=True)
+@click.argument("hook")
+@repo_option
+def hooks_notify_cmd(hook: str, repo: Path | None) -> None:
+    """Run by the hooks: tell the daemon, or index here. Never fails."""
+    from llmc import hooks
+
+    try:
+        click.echo(hooks.notify(_repo_root(repo), hook))
+    except Exception as e:  # noqa: BLE001 - a hook must never fail; hooks.log has the detail
+        click.echo(f"llmc hook {hook}: {e}", err=True)
+
+
+@main.command("mcp")
+@repo_option
+@verbose_option
+def mcp_cmd(repo: Path | None, verbose: int) -> None:
+    """Serve MCP (Model Context Protocol) on stdin/stdout: search, where_used, deps, status."""
+    from llmc.config import load_config
+    from llmc.mcp import serve_stdio
+
+    _setup_logging(verbose)
+    root = _repo_root(repo)
+    serve_stdio(root, load_config(root))
+
+
+# --- end daemon, hooks, mcp ------------------------------------------------------------------

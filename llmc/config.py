@@ -111,10 +111,12 @@ class SearchConfig:
     dense_floor: float = 0.2  # a route "found something" if a dense hit reaches this cosine
     bm25_weight: float = 1.0  # per-list fusion weights, times the router's route weight
     dense_weight: float = 1.0
-    exact_weight: float = 2.0  # definitions named by a plain word of a code-intent query
+    exact_weight: float = 0.5  # fusion weight of the `exact` list (plain-word and path lookups)
     exact_max: int = 3  # pin a name's definitions first only when it has at most this many
     route_drop_confidence: float = 0.8  # the router drops a route only at this confidence
-    min_route_weight: float = 0.25  # the weight a disfavoured (not dropped) route keeps
+    min_route_weight: float = 0.5  # the least weight a disfavoured (not dropped) route keeps
+    merge_routes: bool = True  # fuse one list per retriever (code + docs by score), else per route
+    test_weight: float = 0.5  # routed: test files' weight unless the query asks about tests
     max_query_chars: int = 2000  # longer queries are cut, with a warning
     blas_threads: int = 1  # BLAS threads during a query (0: leave as is)
     torch_threads: int = 1  # torch threads during a query embedding (0: leave as is)
@@ -122,13 +124,29 @@ class SearchConfig:
 
 @dataclass
 class GraphConfig:
-    enabled: bool = True
+    """The repository graph (llmc.graph): .llmc/rag_graph.json and `llmc graph`."""
+
+    enabled: bool = True  # build the graph with every `llmc index`
     # Files larger than this (bytes) are not parsed; their definitions come from the index.
     max_file_size: int = 2_000_000
     # Resolve a call by name when exactly one definition in the repository carries it.
     name_fallback: bool = True
-    # Default --depth of `llmc graph deps`.
-    deps_depth: int = 1
+    deps_depth: int = 1  # default --depth of `llmc graph deps`
+
+
+@dataclass
+class RerankConfig:
+    """Cross-encoder rerank of the top results (llmc.models.reranker), original query only."""
+
+    enabled: bool = False  # on by default only once `llmc eval` shows it helps; off costs nothing
+    model: str = "default"  # default: the reranker shipped in llmc; or an HF name / local path
+    top_k: int = 20  # rerank this many fused results; the rest keep their order below them
+    batch_size: int = 32  # (query, span) pairs per forward pass
+    blend: str = "replace"  # replace: rerank score orders the top k | blend: mix with fused
+    blend_weight: float = 0.5  # blend only: weight of the reranker score (1 - it: fused score)
+    max_length: int = 256  # tokens per (query, span) pair; longer spans are cut
+    device: str = "auto"  # auto (cuda > mps > cpu) | cuda | mps | cpu
+    precision: str = "auto"  # auto: fp16 on CUDA, bf16 on CPUs with AVX512-BF16/AMX, else fp32
 
 
 @dataclass
@@ -143,7 +161,7 @@ class LLMConfig:
     temperature: float = 0.0
     timeout_s: float = 30.0
     probe_timeout_s: float = 0.5  # ollama health check in auto and doctor
-    n_threads: int = 0  # embedded; 0: llama.cpp's default
+    n_threads: int = 0  # embedded; 0: half the usable CPUs (at least 1)
     n_ctx: int = 2048  # embedded context window (prompt + answer)
 
 
@@ -178,6 +196,7 @@ class Config:
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
@@ -343,6 +362,7 @@ __all__ = [
     "GraphConfig",
     "IndexConfig",
     "LLMConfig",
+    "RerankConfig",
     "SearchConfig",
     "load_config",
 ]
