@@ -1,0 +1,206 @@
+"""Query text: clean it, and find what in it names code (identifiers, paths).
+
+Pure functions. ``normalize_query`` is the one gate every query passes: anything a user,
+a script or a pipe can hand us comes out as clean text, or as one clear LlmcError.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from llmc.errors import LlmcError
+from llmc.store.tokens import code_tokens
+
+STOPWORDS = frozenset(
+    """a an and are as at be by can could do does did for from had has have how i if in into
+    is it its me my no not of on or our should so than that the their them then there these
+    this those to was we were what when where which who whom why will with would you your
+    find show get give tell please""".split()
+)
+
+CODE_EXTENSIONS = frozenset(
+    """py pyi js jsx mjs cjs ts tsx go rs java kt kts scala c h cc cpp cxx hpp hh cs rb php
+    swift m mm lua pl sh bash zsh sql scm el clj ex exs erl hs ml r jl dart vue svelte toml
+    yaml yml json ini cfg""".split()
+)
+DOC_EXTENSIONS = frozenset("md markdown rst txt adoc org".split())
+CONFIG_EXTENSIONS = frozenset("toml yaml yml json ini cfg".split())
+DATA_EXTENSIONS = frozenset(
+    "db sqlite sqlite3 csv tsv log lock xml html htm css png jpg jpeg gif svg pdf zip gz tar whl "
+    "bin dat pkl parquet".split()
+)
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_SPACES = re.compile(r"\s+")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_BACKTICK = re.compile(r"`([^`\n]{1,200})`")
+_CALL = re.compile(r"\b([A-Za-z_][\w.]*)\s*\(")
+# "def parse", "fn main", "class Foo" (a capital: "the class is built" names nothing).
+_DEF_KEYWORD = re.compile(
+    r"\b(?:(?:def|fn|func)\s+([A-Za-z_]\w*)|(?:class|struct|interface|trait|impl|enum)\s+"
+    r"([A-Z]\w*))"
+)
+_PATH = re.compile(r"(?<![\w/.])((?:[\w.-]+/)*[\w-]+\.([A-Za-z]{1,8}))(?![\w/])")
+_SLASH_PATH = re.compile(r"(?<![\w/])((?:[\w.-]+/)+[\w.-]+)")
+_DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
+_SNAKE = re.compile(r"(?<![\w.])(_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*|_+[A-Za-z]\w*)\b")
+_CAMEL = re.compile(r"(?<![\w.])([a-z]+[A-Z]\w*)\b")
+_PASCAL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+[A-Z]\w*|[A-Z]{2,}[a-z]\w*)\b")
+_WORD = re.compile(r"^[A-Za-z_][\w]*$")
+WHOLE_QUERY = "the whole query"
+PASCAL_CASE = "PascalCase"  # also product names (SQLite, GitHub): weaker code evidence
+
+
+def normalize_query(raw: object, max_chars: int = 2000) -> tuple[str, tuple[str, ...]]:
+    """``(clean text, warnings)``: control characters, lone surrogates and excess
+    whitespace removed, cut to ``max_chars``. An empty query is an LlmcError."""
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    if not isinstance(raw, str):
+        raise LlmcError(f"a query must be text, got {type(raw).__name__}")
+    warnings: list[str] = []
+    try:  # bytes smuggled in as surrogates (argv, surrogateescape): decode them for real
+        text = raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:
+        text = _SURROGATE.sub("\ufffd", raw)
+    text = unicodedata.normalize("NFC", text)
+    cleaned = _CONTROL.sub(" ", text).replace("\ufffd", " ")
+    if cleaned != text:
+        warnings.append("removed control or undecodable characters from the query")
+    text = _SPACES.sub(" ", cleaned).strip()
+    if not text:
+        raise LlmcError("empty query: give some words, an identifier or a path to search for")
+    if max_chars > 0 and len(text) > max_chars:
+        text = text[:max_chars].rstrip()
+        warnings.append(f"query cut to its first {max_chars} characters (search.max_query_chars)")
+    return text, tuple(warnings)
+
+
+@dataclass(frozen=True)
+class Identifier:
+    """A name in the query that may be a symbol. ``strong``: it looks like code
+    (backticks, call parens, snake_case, camelCase, dotted, ``def x``) or is the whole
+    query; a plain word inside a sentence is weak."""
+
+    name: str
+    strong: bool
+    why: str
+
+    @property
+    def code_shaped(self) -> bool:
+        """Looks like code by its shape, not only by standing alone."""
+        return self.strong and self.why != WHOLE_QUERY
+
+
+def identifiers(query: str, limit: int = 8) -> list[Identifier]:
+    """Symbol-like names in ``query``, strongest evidence first, de-duplicated."""
+    found: dict[str, Identifier] = {}
+
+    def add(name: str, strong: bool, why: str) -> None:
+        name = name.strip().strip(".:")
+        if name.endswith("()"):
+            name = name[:-2]
+        if not name or len(name) > 200 or not re.match(r"^[A-Za-z_][\w.]*$", name):
+            return
+        if _is_path_like(name) or all(len(p) <= 1 for p in name.split(".")):
+            return
+        old = found.get(name)
+        if old is None or (strong and not old.strong):
+            found[name] = Identifier(name, strong, why)
+
+    for m in _BACKTICK.finditer(query):
+        add(m.group(1), True, "in backticks")
+    for m in _DEF_KEYWORD.finditer(query):
+        name = m.group(1) or m.group(2)
+        if name.lower() not in STOPWORDS:
+            add(name, True, "after a definition keyword")
+    for m in _CALL.finditer(query):
+        add(m.group(1), True, "called with ()")
+    for m in _DOTTED.finditer(query):
+        add(m.group(1), True, "dotted name")
+    for m in _SNAKE.finditer(query):
+        add(m.group(1), True, "snake_case")
+    for m in _CAMEL.finditer(query):
+        add(m.group(1), True, "camelCase")
+    for m in _PASCAL.finditer(query):
+        add(m.group(1), True, PASCAL_CASE)
+    stripped = query.strip().strip("`?!.,;:'\"").removesuffix("()")
+    if _WORD.match(stripped):
+        add(stripped, True, WHOLE_QUERY)
+    for token in re.findall(r"[A-Za-z_][\w]*", query):
+        if token.lower() not in STOPWORDS and len(token) >= 3:
+            add(token, False, "word")
+    ordered = sorted(found.values(), key=lambda i: not i.strong)
+    return ordered[:limit]
+
+
+def symbol_lookups(ident: Identifier) -> list[str]:
+    """The names to look up for one identifier: ``a.b.C`` → ``a.b.C``, ``b.C``, ``C``."""
+    parts = ident.name.split(".")
+    names = [ident.name]
+    if len(parts) > 2:
+        names.append(".".join(parts[-2:]))
+    if len(parts) > 1:
+        names.append(parts[-1])
+    return list(dict.fromkeys(names))
+
+
+def _known_extension(ext: str) -> bool:
+    return ext in CODE_EXTENSIONS or ext in DOC_EXTENSIONS or ext in DATA_EXTENSIONS
+
+
+def _is_path_like(token: str) -> bool:
+    ext = token.rsplit(".", 1)[-1].lower() if "." in token else ""
+    return "/" in token or _known_extension(ext)
+
+
+def paths(query: str) -> list[tuple[str, str]]:
+    """File paths in ``query`` as ``(path, extension)``; extension '' for ``a/b`` paths."""
+    out: dict[str, str] = {}
+    for m in _PATH.finditer(query):
+        ext = m.group(2).lower()
+        if _known_extension(ext):
+            out.setdefault(m.group(1), ext)
+    for m in _SLASH_PATH.finditer(query):
+        p = m.group(1).rstrip(".")
+        if not p.startswith(("http:", "https:")) and p not in out:
+            ext = p.rsplit(".", 1)[-1].lower() if "." in p.rsplit("/", 1)[-1] else ""
+            out[p] = ext
+    return list(out.items())
+
+
+def word_groups(
+    query: str, stem: Callable[[str], list[str]] | None = None, limit: int = 24
+) -> tuple[tuple[str, ...], ...]:
+    """The query's content words for snippets and highlighting: for each word, the
+    lowercase prefixes that count as a match (the word itself and its stems)."""
+    groups: dict[str, tuple[str, ...]] = {}
+    for token in code_tokens(query):
+        word = token.lower()
+        if word in STOPWORDS or len(word) < 2 or word in groups or "/" in word:
+            continue
+        forms = [word]
+        if stem is not None:
+            forms += [s for s in stem(word) if s and len(s) >= 2]
+        groups[word] = tuple(dict.fromkeys(forms))
+        if len(groups) >= limit:
+            break
+    return tuple(groups.values())
+
+
+__all__ = [
+    "CODE_EXTENSIONS",
+    "CONFIG_EXTENSIONS",
+    "DATA_EXTENSIONS",
+    "DOC_EXTENSIONS",
+    "STOPWORDS",
+    "Identifier",
+    "identifiers",
+    "normalize_query",
+    "paths",
+    "symbol_lookups",
+    "word_groups",
+]

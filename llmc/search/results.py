@@ -1,0 +1,210 @@
+"""Turn fused candidates into results: hydrate spans from SQLite, drop what no longer
+exists, keep files diverse, cut snippets around the query's words.
+
+The SQLite store is the truth: a candidate whose span id is gone (a stale lexical index)
+or whose file was deleted since indexing is dropped, so no result points at nothing.
+Paths are relative to the repo root; lines are 1-based and inclusive.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from llmc.search.fusion import diversify
+from llmc.search.types import Candidate, SearchResult
+from llmc.types import StoredSpan
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The candidates kept for the answer, each with its span, and what was dropped."""
+
+    chosen: tuple[tuple[Candidate, StoredSpan], ...]
+    missing_ids: tuple[int, ...] = ()  # span ids no longer in the store
+    deleted_paths: tuple[str, ...] = ()  # files gone from disk since indexing
+    merged: int = 0  # parts of a split definition already kept
+    held_back: int = 0  # pushed below k by the per-file cap
+
+
+def _duplicate(span: StoredSpan, kept: Sequence[StoredSpan]) -> bool:
+    """Another part of a split definition already kept, or the very same lines.
+
+    A method inside a kept class is not a duplicate: it is the more precise answer."""
+    s = span.span
+    for other in kept:
+        o = other.span
+        if o.path != s.path:
+            continue
+        if o.qualname == s.qualname and o.kind == s.kind and o.part != s.part:
+            return True
+        if o.start_line == s.start_line and o.end_line == s.end_line:
+            return True
+    return False
+
+
+def select(
+    candidates: Sequence[Candidate],
+    fetch: Callable[[list[int]], Mapping[int, StoredSpan]],
+    root: Path,
+    k: int,
+    max_per_file: int,
+    batch: int = 0,
+) -> Selection:
+    """The first ``k`` usable candidates, in order.
+
+    ``fetch(ids) -> {id: StoredSpan}`` reads spans (``Store.spans_by_ids``); candidates are
+    read in batches until ``k`` are kept. The per-file cap holds back a file's extra spans;
+    they return, in order, only when too few others remain.
+    """
+    batch = batch or max(4 * k, 32)
+    missing: list[int] = []
+    deleted: set[str] = set()
+    exists: dict[str, bool] = {}
+    live: list[Candidate] = []
+    spans: dict[int, StoredSpan] = {}
+    chosen: list[tuple[Candidate, StoredSpan]] = []
+    held_ids: set[int] = set()
+    merged = 0
+    pos = 0
+    while pos < len(candidates) and len(chosen) < k:
+        chunk = candidates[pos : pos + batch]
+        pos += batch
+        found = fetch([c.span_id for c in chunk])
+        for c in chunk:
+            stored = found.get(c.span_id)
+            if stored is None:
+                missing.append(c.span_id)
+                continue
+            path = stored.span.path
+            if path not in exists:
+                exists[path] = os.path.lexists(root / path)
+            if not exists[path]:
+                deleted.add(path)
+                continue
+            spans[c.span_id] = stored
+            live.append(c)
+        kept, held = diversify(live, {i: s.span.path for i, s in spans.items()}, max_per_file)
+        held_ids = {c.span_id for c in held}
+        chosen, merged = [], 0
+        exhausted = pos >= len(candidates)  # only then do held-back spans fill up to k
+        for c in [*kept, *held] if exhausted else kept:
+            stored = spans[c.span_id]
+            if _duplicate(stored, [s for _, s in chosen]):
+                merged += 1
+                continue
+            chosen.append((c, stored))
+            if len(chosen) >= k:
+                break
+    return Selection(
+        chosen=tuple(chosen),
+        missing_ids=tuple(missing),
+        deleted_paths=tuple(sorted(deleted)),
+        merged=merged,
+        held_back=sum(1 for c, _ in chosen if c.span_id in held_ids),
+    )
+
+
+def best_window(
+    lines: Sequence[str], groups: Sequence[Sequence[str]], size: int
+) -> tuple[int, int]:
+    """``(first, last)`` 0-based line offsets of the ``size``-line window that covers the
+    most distinct query words (then the most matching lines, then the earliest)."""
+    n = len(lines)
+    if size <= 0 or n <= size:
+        return 0, max(n - 1, 0)
+    if not groups:
+        return 0, size - 1
+    hits = _line_hits(lines, tuple(tuple(g) for g in groups))
+    # Slide the window, counting per word how many of its lines match it.
+    counts = [0] * len(groups)
+    covered = matched = 0
+    best, best_key = 0, (-1, -1)
+    for i in range(n):
+        for g in hits[i]:
+            counts[g] += 1
+            covered += counts[g] == 1
+        matched += bool(hits[i])
+        if i >= size:
+            for g in hits[i - size]:
+                counts[g] -= 1
+                covered -= counts[g] == 0
+            matched -= bool(hits[i - size])
+        if i >= size - 1 and (covered, matched) > best_key:
+            best, best_key = i - size + 1, (covered, matched)
+    if best_key[0] <= 0:
+        return 0, size - 1
+    # Prefer the span's head (its signature) when it covers as many words; else start a
+    # line or two before the first match, for context, if that loses no word.
+    if len(frozenset().union(*hits[:size])) >= best_key[0]:
+        return 0, size - 1
+    first_hit = next(i for i in range(best, best + size) if hits[i])
+    start = max(0, min(first_hit - 2, n - size))
+    if len(frozenset().union(*hits[start : start + size])) < best_key[0]:
+        start = best
+    return start, start + size - 1
+
+
+# A word starts after a non-alphanumeric character or at a camelCase hump.
+_WORD_START = r"(?:(?<![A-Za-z0-9])|(?<=[a-z])(?=[A-Z]))"
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern(groups: tuple[tuple[str, ...], ...]) -> re.Pattern[str]:
+    """One regex for all query words: group ``g + 1`` matches a prefix form of word ``g``."""
+    alternatives = (
+        "((?i:" + "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True)) + "))"
+        for forms in groups
+    )
+    return re.compile(_WORD_START + "(?:" + "|".join(alternatives) + ")")
+
+
+def _line_hits(lines: Sequence[str], groups: tuple[tuple[str, ...], ...]) -> list[set[int]]:
+    """For each line, which query words (by index) start a word in it; one regex pass."""
+    hits: list[set[int]] = [set() for _ in lines]
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    for m in _pattern(groups).finditer("\n".join(lines)):
+        hits[bisect.bisect_right(starts, m.start()) - 1].add(m.lastindex - 1)
+    return hits
+
+
+def snippet(stored: StoredSpan, groups: Sequence[Sequence[str]], size: int) -> tuple[str, int]:
+    """``(text, first line in the file)``: the span's most query-relevant lines."""
+    span = stored.span
+    lines = span.text.split("\n")
+    first, last = best_window(lines, [tuple(g) for g in groups], size)
+    while last > first and not lines[last].strip():
+        last -= 1
+    return "\n".join(lines[first : last + 1]), span.start_line + first
+
+
+def to_result(
+    candidate: Candidate, stored: StoredSpan, groups: Sequence[Sequence[str]], size: int
+) -> SearchResult:
+    span = stored.span
+    text, first_line = snippet(stored, groups, size)
+    return SearchResult(
+        path=span.path,
+        start_line=span.start_line,
+        end_line=span.end_line,
+        symbol=span.symbol,
+        kind=span.kind,
+        lang=span.lang or "text",
+        score=candidate.score,
+        sources=candidate.sources,
+        snippet=text,
+        span_id=stored.id,
+        qualname=span.qualname,
+        category=span.category,
+        snippet_start_line=first_line,
+    )
+
+
+__all__ = ["Selection", "best_window", "select", "snippet", "to_result"]
