@@ -3,7 +3,7 @@
     query ─▶ normalize ─▶ exact symbols (definitions the query names)
           ─▶ route (intent; weights for code, docs, tests; reasons)
           ─▶ retrieve: BM25 + dense per route (the other route too when the favoured one
-             finds nothing above the floor)
+             finds nothing above the floor); adaptive HyDE when the query is vague
           ─▶ fuse: one list per retriever, each span weighted by its route (rrf, weighted,
              max); pin the exact definitions first
           ─▶ results: hydrate from SQLite, drop what vanished, per-file cap, snippets
@@ -30,7 +30,7 @@ from typing import Any
 from llmc.config import Config
 from llmc.errors import IndexMissingError, LlmcError, ModelError, StoreError
 from llmc.paths import db_path, lexical_path
-from llmc.search import fusion, results, retrieve, router
+from llmc.search import fusion, hyde, results, retrieve, router
 from llmc.search.query import identifiers, normalize_query, paths, word_groups
 from llmc.search.threads import ThreadLimiter
 from llmc.search.types import (
@@ -61,6 +61,7 @@ class _Trace:
         self.timings: dict[str, float] = {}
         self.notes: list[StageNote] = []
         self.warnings: list[str] = list(warnings)
+        self.hyde: Any = None  # hyde.HydeReport once the HyDE stage considered the query
 
     @contextlib.contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -106,6 +107,7 @@ class Searcher:
         self._path_cache: dict[int, str] = {}
         self._lock = threading.RLock()
         self._threads = ThreadLimiter(cfg.search.blas_threads, cfg.search.torch_threads)
+        self._hyde_stage: hyde.HydeStage | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
     def __enter__(self) -> Searcher:
@@ -155,7 +157,7 @@ class Searcher:
             self._lexical_error = "no lexical index (run `llmc index`): BM25 search is off"
             return
         try:
-            self._lexical = LexicalIndex(lex)
+            self._lexical = LexicalIndex(lex, readonly=True)
         except (LlmcError, ValueError, OSError, RuntimeError) as e:
             self._lexical_error = f"lexical index unreadable ({e}): BM25 search is off"
 
@@ -217,6 +219,7 @@ class Searcher:
             warnings=tuple(trace.warnings),
             highlight_terms=tuple(f for g in groups for f in g),
             explain=explained,
+            hyde=trace.hyde,
         )
 
     def _run(
@@ -379,6 +382,8 @@ class Searcher:
             )
             trace.note("retrieve", why)
         out = [ranked for r in (CODE_ROUTE, DOCS_ROUTE) for ranked in lists.get(r, [])]
+        if self.cfg.search.hyde:
+            out = self._hyde(text, decision, out, k, trace)
         if exact.fused:
             out.append(retrieve.exact_list(exact.fused))
         for ranked in out:
@@ -425,6 +430,40 @@ class Searcher:
                     vectors[embedder.model_id] = retrieve.embed_query(embedder, text)
         return vectors[embedder.model_id]
 
+    def _hyde(
+        self, text: str, decision: RouteDecision, lists: list[RankedList], k: int, trace: _Trace
+    ) -> list[RankedList]:
+        """Adaptive HyDE (search/hyde.py) for vague queries: ``hyde.*`` dense lists from
+        hypothetical answers, BM25 lists re-searched with Rocchio terms. Never raises for
+        the LLM: a missing, slow or babbling one leaves the lists as they are, one warning."""
+        if self._hyde_stage is None:
+            self._hyde_stage = hyde.HydeStage(self.root, self.cfg)
+        scfg = self.cfg.search
+        with trace.stage("hyde"):
+            outcome = self._hyde_stage.run(
+                text,
+                decision,
+                lists,
+                store=self._store,
+                lexical=self._lexical if scfg.bm25 else None,
+                embed=self._hyde_embed,
+                depth=max(scfg.dense_depth, scfg.bm25_depth, k),
+            )
+        for note in outcome.notes:
+            trace.note("hyde", note)
+        for warning in outcome.warnings:
+            trace.warn(warning)
+        trace.hyde = outcome.report
+        return outcome.lists
+
+    def _hyde_embed(self, category: str, texts: Sequence[str]) -> Any:
+        """Hypotheses are passages: the corpus embedder with the corpus's passage prefix."""
+        embedder = self._embedder(category) if self.cfg.search.dense else None
+        if embedder is None:
+            return None
+        with self._threads.torch():
+            return embedder.embed_passages(list(texts))
+
     def _pinned_categories(self, pinned: Sequence[int]) -> set[str]:
         if not pinned:
             return set()
@@ -465,7 +504,7 @@ class Searcher:
         if not merge:
             return list(lists), item_weights
         merged: list[RankedList] = []
-        for retriever in ("bm25", "dense"):
+        for retriever in ("bm25", "dense", "hyde"):
             parts = [r for r in lists if r.name.startswith(retriever + ".")]
             if parts:
                 merged.append(fusion.merge_lists(retriever, parts))
@@ -483,7 +522,11 @@ class Searcher:
         """Per-list fusion weights: the retriever's weight, times the route's weight when
         lists are per route (merged lists weigh each span by its route instead)."""
         scfg = self.cfg.search
-        retriever = {"bm25": scfg.bm25_weight, "dense": scfg.dense_weight}
+        retriever = {
+            "bm25": scfg.bm25_weight,
+            "dense": scfg.dense_weight,
+            "hyde": self.cfg.hyde.weight,
+        }
         route_of = {cat: route for route, cat in ROUTE_CATEGORY.items()}
         weights: dict[str, float] = {}
         for ranked in lists:

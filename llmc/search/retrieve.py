@@ -27,11 +27,21 @@ _KIND_ORDER = {"class": 0, "function": 0, "method": 0, "module": 1, "section": 2
 _STUB_SUFFIXES = (".pyi", ".d.ts", ".d.mts", ".d.cts")
 
 
-def bm25(lexical: Any, query: str, category: str, depth: int) -> RankedList:
-    """The ``depth`` best BM25 hits among spans of ``category``."""
+def bm25(
+    lexical: Any,
+    query: str,
+    category: str,
+    depth: int,
+    extra_terms: dict[str, float] | None = None,
+) -> RankedList:
+    """The ``depth`` best BM25 hits among spans of ``category``; ``extra_terms`` are
+    weighted query terms added to (or weighing up) the query's own (HyDE's Rocchio)."""
     started = time.perf_counter()
     try:
-        hits = lexical.search(query, depth, category=category)
+        if extra_terms:
+            hits = lexical.search(query, depth, category=category, extra_terms=extra_terms)
+        else:
+            hits = lexical.search(query, depth, category=category)
     except (ValueError, OSError, RuntimeError) as e:
         raise StoreError(f"lexical search failed: {e}") from e
     return RankedList(
@@ -107,16 +117,10 @@ def file_spans(store: Any, paths: Sequence[str], per_file: int = 3) -> list[Stor
 
 def span_paths(store: Any, ids: Sequence[int]) -> dict[int, str]:
     """Span id → file path, without reading span texts (for path-based weights)."""
-    out: dict[int, str] = {}
     try:
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
-            rows = store.conn.execute(f"SELECT id, path FROM spans WHERE id IN ({marks})", chunk)
-            out.update((int(i), p) for i, p in rows)
+        return store.paths_by_ids(ids)
     except Exception as e:  # sqlite3 errors
         raise StoreError(f"path lookup failed: {e}") from e
-    return out
 
 
 def exact_list(spans: Sequence[StoredSpan]) -> RankedList:

@@ -266,6 +266,16 @@ class Store:
                 out[row[0]] = _row_to_span(row)
         return out
 
+    def paths_by_ids(self, ids: Sequence[int]) -> dict[int, str]:
+        """Span id → file path, without reading span texts."""
+        out: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self.conn.execute(f"SELECT id, path FROM spans WHERE id IN ({marks})", chunk)
+            out.update((int(i), p) for i, p in rows)
+        return out
+
     def spans_for_path(self, path: str) -> list[StoredSpan]:
         rows = self.conn.execute(
             f"SELECT {SPAN_COLUMNS} FROM spans WHERE path = ? ORDER BY start_line, part", (path,)
@@ -321,6 +331,21 @@ class Store:
             (_blob(vector), k),
         ).fetchall()
         return [(r[0], 1.0 - float(r[1])) for r in rows]
+
+    def vectors(self, category: str, ids: Sequence[int]) -> dict[int, np.ndarray]:
+        """The stored vectors of span ids of ``category`` (ids without one are left out)."""
+        table = VEC_TABLES[category]
+        out: dict[int, np.ndarray] = {}
+        if not ids or not self._table_exists(table):
+            return out
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            for span_id, blob in self.conn.execute(
+                f"SELECT span_id, embedding FROM {table} WHERE span_id IN ({marks})", chunk
+            ):
+                out[int(span_id)] = np.frombuffer(blob, dtype=np.float32)
+        return out
 
     # -- embedding cache ----------------------------------------------------------------
     def cached_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:

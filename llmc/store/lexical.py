@@ -78,17 +78,26 @@ def _document(stored: StoredSpan):
 
 
 class LexicalIndex:
-    """Open (or create) the tantivy index at ``path``."""
+    """Open (or create) the tantivy index at ``path``.
 
-    def __init__(self, path: Path):
+    A writer (the indexer) that finds the index unreadable wipes and recreates it, since it
+    is derived from SQLite; a ``readonly`` reader raises StoreError instead.
+    """
+
+    def __init__(self, path: Path, readonly: bool = False):
         import tantivy
 
         self.path = Path(path)
+        self.readonly = readonly
+        if readonly and not self.path.is_dir():
+            raise StoreError(f"no lexical index at {self.path} (run `llmc index`)")
         self.path.mkdir(parents=True, exist_ok=True)
         self._analyzer = _analyzer()
         try:
             self.index = self._open(tantivy)
         except (ValueError, OSError, RuntimeError) as e:
+            if readonly:
+                raise StoreError(f"lexical index at {self.path} is unreadable: {e}") from e
             log.warning("lexical index at %s unreadable (%s); recreating it", self.path, e)
             self._wipe()
             self.index = self._open(tantivy)
@@ -97,10 +106,12 @@ class LexicalIndex:
     def _open(self, tantivy):
         schema_marker = self.path / "llmc_schema"
         if schema_marker.exists() and schema_marker.read_text().strip() != SCHEMA_VERSION:
+            if self.readonly:
+                raise ValueError("built by another llmc version (run `llmc index` to rebuild)")
             self._wipe()
         index = tantivy.Index(_schema(), path=str(self.path), reuse=True)
         index.register_tokenizer(ANALYZER, self._analyzer)
-        if not schema_marker.exists():
+        if not schema_marker.exists() and not self.readonly:
             _atomic_write(schema_marker, SCHEMA_VERSION)
         return index
 

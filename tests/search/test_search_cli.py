@@ -6,7 +6,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from conftest import line_of
+from search_fixture_files import line_of
 
 from llmc.cli import main
 
