@@ -31,12 +31,27 @@ def fetch_sdist(requirement: str) -> Path:
     CACHE.mkdir(parents=True, exist_ok=True)
     dl = CACHE / "downloads"
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-         "--no-build-isolation", "-d", str(dl), requirement],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "--no-build-isolation",
+            "-d",
+            str(dl),
+            requirement,
+        ],
         check=True,
     )
-    archive = next(p for p in dl.iterdir() if p.name.lower().startswith(name.split("-")[0])
-                   and p.name.endswith(".tar.gz"))
+    archive = next(
+        p
+        for p in dl.iterdir()
+        if p.name.lower().startswith(name.split("-")[0]) and p.name.endswith(".tar.gz")
+    )
     with tarfile.open(archive) as tar:
         tar.extractall(CACHE / "extract", filter="data")
     top = next((CACHE / "extract").iterdir())
@@ -53,6 +68,8 @@ def main() -> None:
     ap.add_argument("--package", default="Django==5.1.4")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--sample", type=int, default=256, help="spans for the throughput check")
+    ap.add_argument("--include", nargs="*", default=["django/"], help="index.include globs")
+    ap.add_argument("--exclude", nargs="*", default=["**/locale/"], help="index.exclude globs")
     args = ap.parse_args()
 
     from llmc.config import load_config
@@ -65,7 +82,13 @@ def main() -> None:
         shutil.rmtree(work)
     shutil.copytree(src, work)
     cfg = load_config(work)
-    results: dict[str, object] = {"package": args.package}
+    cfg.index.include = list(args.include)
+    cfg.index.exclude = list(args.exclude)
+    results: dict[str, object] = {
+        "package": args.package,
+        "include": args.include,
+        "exclude": args.exclude,
+    }
 
     t = time.perf_counter()
     embedder = embedder_from_config(cfg.embedding, "code")
@@ -96,29 +119,28 @@ def main() -> None:
 
     llmc_dir = work / ".llmc"
     results["db_mib"] = round(dir_size(llmc_dir) / 2**20, 1)
-    results["peak_rss_mib"] = round(
-        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0
-    )
+    results["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0)
 
     # Throughput: llmc's batched, length-sorted embedder vs a naive per-span encode loop
     from llmc.store.db import Store
 
     store = Store(llmc_dir / "index.db", readonly=True)
-    texts = [s.span.embed_text for _, s in zip(range(args.sample), store.iter_spans())]
+    texts = [
+        s.span.embed_text for _, s in zip(range(args.sample), store.iter_spans(), strict=False)
+    ]
     store.close()
     t = time.perf_counter()
     embedder.embed_passages(texts)
     batched = len(texts) / (time.perf_counter() - t)
-    naive_model = embedder._model  # the naive baseline: the same model, one call per span
     from sentence_transformers import SentenceTransformer
 
+    # the naive baseline: the same model as loaded by default (fp32), one encode call per span
     fp32 = SentenceTransformer(embedder._source, device="cpu")
     naive_n = min(64, len(texts))
     t = time.perf_counter()
     for text in texts[:naive_n]:
         fp32.encode(text)
     naive = naive_n / (time.perf_counter() - t)
-    del naive_model
     results["throughput_batched_spans_per_s"] = round(batched, 1)
     results["throughput_naive_loop_spans_per_s"] = round(naive, 1)
     results["throughput_speedup"] = round(batched / naive, 2)
