@@ -305,6 +305,41 @@ def _search_overrides(
     }
 
 
+def _hyde_overrides(hyde: bool | None) -> dict[str, Any]:
+    """--hyde: HyDE for every query, ungated; --no-hyde: the stage off."""
+    if hyde is None:
+        return {}
+    return {"search.hyde": True, "hyde.mode": "always"} if hyde else {"search.hyde": False}
+
+
+def _print_hyde(con, report) -> None:
+    """The HyDE diagnostics of --explain: never results, only what the stage did."""
+    from rich.markup import escape
+
+    if report is None:
+        return
+    if not report.used:
+        con.print(f"[bold]hyde[/] not used: {escape(report.reason)}")
+        return
+    con.print(
+        f"[bold]hyde[/] {escape(report.model)}: {len(report.hypotheses)} hypothesis(es), "
+        f"LLM {report.llm_ms:.0f} ms, stage {report.took_ms:.0f} ms"
+    )
+    for t in report.thresholds:
+        found = f"threshold {t.threshold:g}" if t.threshold is not None else "nothing found"
+        con.print(
+            f"  {t.category}: {found} after {t.steps} step(s) down, {t.hits} hits, "
+            f"best cosine {t.best:.3f}"
+        )
+    for h in report.hypotheses:
+        first = " ".join(h.text.split())[:160]
+        cached = ", cached" if h.cached else ""
+        con.print(f"  [dim]{h.route} #{h.seed} ({h.latency_ms:.0f} ms{cached}):[/] {escape(first)}")
+    if report.expansion:
+        terms = ", ".join(f"{t} {w:.2f}" for t, w in report.expansion.items())
+        con.print(f"  BM25 terms: {escape(terms)}")
+
+
 def _print_search(con, response, explain: bool) -> None:
     """Rank, path:start-end, symbol, score, then the snippet with the query words lit."""
     import re
@@ -352,6 +387,7 @@ def _print_explain(con, response) -> None:
     )
     for reason in route.reasons:
         con.print(f"  · {escape(reason)}")
+    _print_hyde(con, getattr(response, "hyde", None))
     if ex is None:
         return
     for name, hits in ex.lists.items():
@@ -402,6 +438,10 @@ def _stdin_queries():
 @click.option("--no-routing", is_flag=True, help="Search every route unweighted (search.routing).")
 @click.option("--no-exact", is_flag=True, help="No exact-symbol fast path (search.exact_symbol).")
 @click.option(
+    "--hyde/--no-hyde", default=None,
+    help="HyDE for every query, ungated / switched off (search.hyde, hyde.mode).",
+)  # fmt: skip
+@click.option(
     "--fusion", type=click.Choice(["rrf", "weighted", "max"]), default=None,
     help="How ranked lists are fused (search.fusion).",
 )  # fmt: skip
@@ -409,7 +449,7 @@ def _stdin_queries():
 def search_cmd(
     query: str, k: int | None, route: str | None, as_json: bool, explain: bool,
     repo: Path | None, no_bm25: bool, no_dense: bool, no_routing: bool, no_exact: bool,
-    fusion: str | None, verbose: int,
+    fusion: str | None, hyde: bool | None, verbose: int,
 ) -> None:  # fmt: skip
     """Search code and docs for QUERY; `-` reads one query per stdin line (batch mode).
 
@@ -423,7 +463,8 @@ def search_cmd(
 
     _setup_logging(verbose)
     root = _repo_root(repo)
-    cfg = load_config(root, _search_overrides(no_bm25, no_dense, no_routing, no_exact, fusion))
+    overrides = _search_overrides(no_bm25, no_dense, no_routing, no_exact, fusion)
+    cfg = load_config(root, {**overrides, **_hyde_overrides(hyde)})
     batch = query == "-"
     from llmc.daemon.client import try_daemon  # a running daemon answers warm (llmc/daemon)
 

@@ -108,6 +108,9 @@ class SearchConfig:
     bm25: bool = True
     dense: bool = True
     routing: bool = True
+    graph: bool = False  # graph-neighbor expansion and graph priors ([expand]); off: no graph read
+    rerank: bool = False  # cross-encoder rerank of the top fused results ([rerank])
+    llm_rerank: bool = False  # LLM listwise rerank of the top few, gated ([llm_rerank])
     dense_floor: float = 0.2  # a route "found something" if a dense hit reaches this cosine
     bm25_weight: float = 1.0  # per-list fusion weights, times the router's route weight
     dense_weight: float = 1.0
@@ -120,6 +123,7 @@ class SearchConfig:
     max_query_chars: int = 2000  # longer queries are cut, with a warning
     blas_threads: int = 1  # BLAS threads during a query (0: leave as is)
     torch_threads: int = 1  # torch threads during a query embedding (0: leave as is)
+    hyde: bool = True  # adaptive HyDE for vague queries (settings in [hyde]); false: off, no cost
 
 
 @dataclass
@@ -135,10 +139,27 @@ class GraphConfig:
 
 
 @dataclass
-class RerankConfig:
-    """Cross-encoder rerank of the top results (llmc.models.reranker), original query only."""
+class ExpandConfig:
+    """Graph-neighbor expansion and graph priors (llmc.search.expand); switch: search.graph."""
 
-    enabled: bool = False  # on by default only once `llmc eval` shows it helps; off costs nothing
+    top_n: int = 5  # add graph neighbors of this many top fused results
+    edge_types: list[str] = field(
+        default_factory=lambda: ["calls", "imports", "inherits", "tests", "mentions"]
+    )  # edge types followed, both directions (defines calls imports inherits tests mentions)
+    alpha: float = 0.5  # an added neighbor scores its source's score times this
+    per_source: int = 3  # at most this many neighbors added per source
+    min_confidence: float = 0.6  # edges resolved with less confidence are not followed
+    hub_degree: int = 50  # skip neighbors with more edges than this unless retrieval found them
+    semantic_floor: float = 0.3  # add a neighbor only if its cosine to the query reaches this
+    mutual_support: float = 0.0  # prior: score bonus (times its score) per linked top result
+    degree_prior: float = 0.0  # prior: weight of log(1 + degree) / log(1 + hub_degree)
+    pagerank_prior: float = 0.0  # prior: weight of PageRank over the candidate subgraph
+
+
+@dataclass
+class RerankConfig:
+    """Cross-encoder rerank of the top results (llmc.search.rerank); switch: search.rerank."""
+
     model: str = "default"  # default: the reranker shipped in llmc; or an HF name / local path
     top_k: int = 20  # rerank this many fused results; the rest keep their order below them
     batch_size: int = 32  # (query, span) pairs per forward pass
@@ -147,6 +168,19 @@ class RerankConfig:
     max_length: int = 256  # tokens per (query, span) pair; longer spans are cut
     device: str = "auto"  # auto (cuda > mps > cpu) | cuda | mps | cpu
     precision: str = "auto"  # auto: fp16 on CUDA, bf16 on CPUs with AVX512-BF16/AMX, else fp32
+
+
+@dataclass
+class LLMRerankConfig:
+    """LLM listwise rerank of the top few (llmc.search.llm_rerank); switch: search.llm_rerank."""
+
+    top_n: int = 8  # candidates shown to the LLM (5-10); the rest keep their places below
+    always: bool = False  # skip the gate and rerank every query (`llmc search --llm-rerank`)
+    close_margin: float = 0.05  # gate: rerank when the 2nd score is within this share of the 1st
+    min_query_words: int = 12  # gate: rerank queries of at least this many words
+    budget_ms: float = 4000.0  # latency budget: the LLM call's timeout; over it keeps the order
+    snippet_lines: int = 6  # lines per candidate after its signature (the prompt stays short)
+    max_tokens: int = 64  # answer length limit (a permutation of top_n ids)
 
 
 @dataclass
@@ -163,6 +197,30 @@ class LLMConfig:
     probe_timeout_s: float = 0.5  # ollama health check in auto and doctor
     n_threads: int = 0  # embedded; 0: half the usable CPUs (at least 1)
     n_ctx: int = 2048  # embedded context window (prompt + answer)
+
+
+@dataclass
+class HydeConfig:
+    """Adaptive HyDE (llmc.search.hyde): for vague questions the local LLM ([llm]) writes the
+    answer it expects; its embedding searches densely and its words expand BM25."""
+
+    mode: str = "auto"  # auto: only vague natural-language queries of `intents` | always
+    # Router intents HyDE serves in auto mode (code, docs, mixed); chosen by `llmc eval`.
+    intents: list[str] = field(default_factory=lambda: ["docs", "mixed"])
+    n: int = 1  # hypotheses per query; more than 1 is multi-HyDE, sampled at `temperature`
+    temperature: float = 0.7  # sampling when n > 1 (hypothesis i uses seed i); n = 1 is greedy
+    max_tokens: int = 96  # hypothesis length cap; lower still if the median span is shorter
+    timeout_s: float = 10.0  # LLM time budget for all hypotheses of a query; past it, plain search
+    initial_threshold: float = 0.7  # cosine a hypothesis's dense hits must reach at first
+    threshold_step: float = 0.1  # lower the threshold by this while nothing reaches it
+    min_threshold: float = 0.3  # the lowest threshold; below it the hypothesis finds nothing
+    weight: float = 1.0  # fusion weight of the HyDE dense list (times the route weight)
+    rocchio: bool = True  # expand the BM25 query with terms of the hypotheses (Rocchio)
+    rocchio_alpha: float = 1.0  # Rocchio weight of the original query terms
+    rocchio_beta: float = 0.5  # Rocchio weight of the hypotheses' term centroid
+    rocchio_max_df: float = 0.1  # expansion terms must occur in less than this share of spans
+    max_terms: int = 10  # expansion terms added to the BM25 query at most
+    cache: bool = True  # keep hypotheses in .llmc/hyde_cache.db by (query, model, prompt version)
 
 
 @dataclass
@@ -191,15 +249,36 @@ class DaemonConfig:
 
 
 @dataclass
+class LearnConfig:
+    """Labels, query log and per-repo tuning (llmc.learn): `llmc label`, `llmc tune`."""
+
+    use_tuned: bool = True  # search applies .llmc/tuned/ (weights, intent model) from `llmc tune`
+    tuned_dir: str = ""  # where search reads tuned weights; empty: .llmc/tuned in the repo
+    log_queries: bool = True  # log CLI searches to .llmc/queries.jsonl (`llmc label --from-log`)
+    query_log_max: int = 5000  # entries kept in the query log; older ones are dropped
+    labeler: str = ""  # name stored with your labels; empty: git user.name, else $USER
+    label_k: int = 5  # results shown per query when labeling
+    holdout: float = 0.3  # share of queries `llmc tune` keeps out of fitting, to measure on
+    seed: int = 0  # seed of the held-out split and the weight search
+    min_queries: int = 12  # `llmc tune` refuses to fit on fewer judged queries than this
+    git_commits: int = 300  # commits `llmc eval --from-git` / `llmc tune --from-git` read
+    max_commit_files: int = 8  # mined commits touching more non-test files are skipped
+
+
+@dataclass
 class Config:
     index: IndexConfig = field(default_factory=IndexConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)
+    expand: ExpandConfig = field(default_factory=ExpandConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
+    llm_rerank: LLMRerankConfig = field(default_factory=LLMRerankConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
+    hyde: HydeConfig = field(default_factory=HydeConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
+    learn: LearnConfig = field(default_factory=LearnConfig)
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def items(self) -> list[tuple[str, Any, str]]:
@@ -359,9 +438,13 @@ __all__ = [
     "DaemonConfig",
     "EmbeddingConfig",
     "EvalConfig",
+    "ExpandConfig",
     "GraphConfig",
+    "HydeConfig",
     "IndexConfig",
     "LLMConfig",
+    "LLMRerankConfig",
+    "LearnConfig",
     "RerankConfig",
     "SearchConfig",
     "load_config",

@@ -1,0 +1,9 @@
+"""Evaluation: graded query sets, retrieval metrics, ablations and paired tests.
+
+``llmc eval`` calls :func:`llmc.eval.runner.evaluate_set`; metrics and tests are pure
+functions in ``metrics`` and ``stats``. docs/evaluation.md defines every number.
+"""
+
+from llmc.eval.queries import EvalError, EvalQuery, Judgment, load_queries
+
+__all__ = ["EvalError", "EvalQuery", "Judgment", "load_queries"]
