@@ -263,11 +263,20 @@ class Indexer:
         languages = set(self.cfg.index.languages)
         self.progress.phase("parsing", len(files))
         out: list[_Parsed] = []
+        known_skips = store.skipped_files() if store is not None else {}
+        new_skips: list[tuple[str, int, int, str, str]] = []
         for f in files:
             self.progress.advance()
+            prior = known_skips.get(f.path)
+            if not full and prior is not None and prior[:2] == (f.size, f.mtime_ns):
+                summary.skipped.append(SkippedFile(f.path, prior[2], prior[3]))
+                continue
             read = read_text(self.root, f.path)
             if read.skipped is not None:
                 summary.skipped.append(read.skipped)
+                new_skips.append(
+                    (f.path, f.size, f.mtime_ns, read.skipped.reason, read.skipped.detail)
+                )
                 continue
             digest = text_hash(read.text)
             rec = known.get(f.path)
@@ -291,6 +300,13 @@ class Indexer:
             summary.files_by_lang[lang or "text"] = summary.files_by_lang.get(lang or "text", 0) + 1
             for s in spans:
                 summary.spans_by_kind[s.kind] = summary.spans_by_kind.get(s.kind, 0) + 1
+        if store is not None and not store.readonly:
+            # A skipped file has no row in ``files``, so it is always among ``files`` while it
+            # exists; forget skips of files that are gone or that are indexable now.
+            present = {f.path for f in files}
+            indexable = {p.file.path for p in out}
+            forget = [p for p in known_skips if p not in present or p in indexable]
+            store.set_skipped(new_skips, forget)
         for s in summary.skipped:
             log.info("skip %s: %s (%s)", s.path, s.reason, s.detail)
         return out

@@ -165,6 +165,25 @@ class Store:
         )
         return {r[1]: FileRecord(*r) for r in rows}
 
+    def skipped_files(self) -> dict[str, tuple[int, int, str, str]]:
+        """path → (size, mtime_ns, reason, detail) of files skipped after being read."""
+        if not self._table_exists("skipped_files"):
+            return {}
+        rows = self.conn.execute("SELECT path, size, mtime_ns, reason, detail FROM skipped_files")
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+
+    def set_skipped(
+        self, skipped: Iterable[tuple[str, int, int, str, str]], forget: Iterable[str]
+    ) -> None:
+        """Record (path, size, mtime_ns, reason, detail) skips; drop the ``forget`` paths."""
+        with self.conn:
+            self.conn.executemany(
+                "DELETE FROM skipped_files WHERE path = ?", [(p,) for p in forget]
+            )
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO skipped_files VALUES (?, ?, ?, ?, ?)", list(skipped)
+            )
+
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         """Record a new stat for a file whose content did not change."""
         with self.conn:

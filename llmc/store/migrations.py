@@ -59,7 +59,16 @@ def m001_initial(conn) -> None:
     )
 
 
-MIGRATIONS: list[Callable] = [m001_initial]
+def m002_skipped_files(conn) -> None:
+    """Files skipped after reading them (binary, undecodable, empty), keyed by stat, so an
+    unchanged skipped file costs a stat like any other."""
+    conn.execute(
+        "CREATE TABLE skipped_files (path TEXT PRIMARY KEY, size INTEGER NOT NULL, "
+        "mtime_ns INTEGER NOT NULL, reason TEXT NOT NULL, detail TEXT NOT NULL)"
+    )
+
+
+MIGRATIONS: list[Callable] = [m001_initial, m002_skipped_files]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -273,3 +273,20 @@ def test_sigkill_mid_index_is_repaired(tmp_path):
     texts = {s.span.path: s.span.text for s in spans_of(root)}
     assert "pkg/mod_1.py" not in texts
     assert "return -value" in texts["pkg/mod_0.py"]
+
+
+def test_unchanged_skipped_files_are_not_read_again(tmp_path, monkeypatch):
+    root = make_repo(tmp_path / "r", {"ok.py": "x = 1\n", "blob.bin": b"\x00bin", "e.py": ""})
+    run_index(root)
+    import llmc.index.indexer as indexer
+
+    reads: list[str] = []
+    real = indexer.read_text
+    monkeypatch.setattr(indexer, "read_text", lambda r, p: reads.append(p) or real(r, p))
+    again = run_index(root)
+    assert reads == []  # stat unchanged: the recorded reason is reused
+    assert again["skipped_by_reason"] == {"binary": 1, "empty": 1}
+    (root / "e.py").write_text("def now_code():\n    pass\n")
+    changed = run_index(root)
+    assert reads == ["e.py"] and changed["files_indexed"] == 1
+    assert changed["skipped_by_reason"] == {"binary": 1}
