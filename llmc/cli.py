@@ -312,6 +312,22 @@ def _hyde_overrides(hyde: bool | None) -> dict[str, Any]:
     return {"search.hyde": True, "hyde.mode": "always"} if hyde else {"search.hyde": False}
 
 
+def _second_stage_overrides(
+    no_graph: bool, no_rerank: bool, llm_rerank: bool | None
+) -> dict[str, Any]:
+    """--no-graph, --no-rerank: those stages off; --llm-rerank: the LLM reranks every
+    query, ungated; --no-llm-rerank: that stage off."""
+    out: dict[str, Any] = {
+        "search.graph": False if no_graph else None,
+        "search.rerank": False if no_rerank else None,
+    }
+    if llm_rerank is not None:
+        out["search.llm_rerank"] = llm_rerank
+        if llm_rerank:
+            out["llm_rerank.always"] = True
+    return out
+
+
 def _print_hyde(con, report) -> None:
     """The HyDE diagnostics of --explain: never results, only what the stage did."""
     from rich.markup import escape
@@ -441,6 +457,12 @@ def _stdin_queries():
     "--hyde/--no-hyde", default=None,
     help="HyDE for every query, ungated / switched off (search.hyde, hyde.mode).",
 )  # fmt: skip
+@click.option("--no-graph", is_flag=True, help="No graph expansion or priors (search.graph).")
+@click.option("--no-rerank", is_flag=True, help="No cross-encoder rerank (search.rerank).")
+@click.option(
+    "--llm-rerank/--no-llm-rerank", default=None,
+    help="LLM listwise rerank for every query, ungated / switched off (search.llm_rerank).",
+)  # fmt: skip
 @click.option(
     "--fusion", type=click.Choice(["rrf", "weighted", "max"]), default=None,
     help="How ranked lists are fused (search.fusion).",
@@ -449,7 +471,8 @@ def _stdin_queries():
 def search_cmd(
     query: str, k: int | None, route: str | None, as_json: bool, explain: bool,
     repo: Path | None, no_bm25: bool, no_dense: bool, no_routing: bool, no_exact: bool,
-    fusion: str | None, hyde: bool | None, verbose: int,
+    fusion: str | None, hyde: bool | None, no_graph: bool, no_rerank: bool,
+    llm_rerank: bool | None, verbose: int,
 ) -> None:  # fmt: skip
     """Search code and docs for QUERY; `-` reads one query per stdin line (batch mode).
 
@@ -464,12 +487,14 @@ def search_cmd(
     _setup_logging(verbose)
     root = _repo_root(repo)
     overrides = _search_overrides(no_bm25, no_dense, no_routing, no_exact, fusion)
-    cfg = load_config(root, {**overrides, **_hyde_overrides(hyde)})
+    overrides |= _hyde_overrides(hyde) | _second_stage_overrides(no_graph, no_rerank, llm_rerank)
+    cfg = load_config(root, overrides)
     batch = query == "-"
     from llmc.daemon.client import try_daemon  # a running daemon answers warm (llmc/daemon)
 
     ask = {"query": query, "k": k, "route": route, "explain": explain}
     if as_json and not batch and (answer := try_daemon(root, "search", ask, cfg)) is not None:
+        _log_query(root, cfg, answer)  # learn.log_queries (llmc/learn/querylog.py)
         return _print_json(answer)
     failed = 0
     con = _console()
@@ -488,6 +513,8 @@ def search_cmd(
                 else:
                     con.print(f"error: {e}", markup=False)
                 continue
+            if not batch:
+                _log_query(root, cfg, response.to_json())  # learn.log_queries
             if as_json:
                 _print_json(response.to_json())
             else:
@@ -577,8 +604,12 @@ def _print_eval(report, compared: bool) -> None:
 
 
 @main.command("eval")
-@click.argument("queries", metavar="QUERIES.jsonl|SET")
+@click.argument("queries", metavar="QUERIES.jsonl|SET", required=False)
 @repo_option
+@click.option(
+    "--from-git", "from_git", type=click.IntRange(min=0), is_flag=False, flag_value=0,
+    default=None, metavar="[N]", help="Mine a set from the last N commits (llmc/learn).",
+)  # fmt: skip
 @click.option("--ablate", is_flag=True, help="Run every stage-off variant into one table.")
 @click.option("--compare", nargs=2, default=None, metavar="A B", help="Paired tests, A vs B.")
 @click.option("--variant", "variants", multiple=True, help="Run this variant (repeatable).")
@@ -588,8 +619,9 @@ def _print_eval(report, compared: bool) -> None:
 @verbose_option
 @json_option
 def eval_cmd(
-    queries: str,
+    queries: str | None,
     repo: Path | None,
+    from_git: int | None,
     ablate: bool,
     compare: tuple[str, str] | None,
     variants: tuple[str, ...],
@@ -603,11 +635,21 @@ def eval_cmd(
 
     QUERIES is a JSON Lines file or a shipped set (attrs, marshmallow, llmc); a shipped
     project set fetches its pinned sdist from PyPI on first use. docs/evaluation.md
-    defines every number.
+    defines every number. `judgments` runs your labels (`llmc label`); --from-git [N]
+    mines a set from the repository's history (docs/learning.md: its caveats).
     """
     from llmc.eval.runner import evaluate_set
 
     _setup_logging(verbose)
+    if from_git is not None or queries == "judgments":  # sets made by llmc/learn
+        from llmc.config import load_config
+        from llmc.learn.sets import materialize
+
+        repo = _repo_root(repo)
+        queries, note = materialize(repo, load_config(repo), queries, from_git)
+        click.echo(f"{note} -> {queries}", err=True)
+    if queries is None:
+        raise click.UsageError("give QUERIES.jsonl or a set name, or --from-git")
     with _RichProgress(enabled=not as_json and sys.stderr.isatty()) as progress:
         report = evaluate_set(
             queries, repo, ablate=ablate, compare_pair=compare, variants=variants, k=k,
@@ -952,3 +994,287 @@ def mcp_cmd(repo: Path | None, verbose: int) -> None:
 
 
 # --- end daemon, hooks, mcp ------------------------------------------------------------------
+
+
+# --- learn: label, tune, query log (logic: llmc/learn/; docs/learning.md) ---------------------
+def _log_query(root: Path, cfg, response: dict) -> None:
+    """Append one answered query to .llmc/queries.jsonl when learn.log_queries is on."""
+    if cfg.learn.log_queries:
+        from llmc.learn.querylog import log_search
+
+        log_search(root, response, cfg.learn.query_log_max)
+
+
+def _print_label_item(con, item) -> None:
+    from rich.markup import escape
+
+    symbol = f"  [bold]{escape(item.symbol)}[/] [dim]{escape(item.kind)}[/]" if item.symbol else ""
+    why = f"  [dim]disagreement {item.disagreement:.2f}[/]" if item.disagreement else ""
+    con.print(
+        f"[bold cyan]{item.rank:>2}.[/] [green]{escape(item.path)}[/]:{item.start_line}-"
+        f"{item.end_line}{symbol}  [dim]{item.tag}, {escape(','.join(item.sources))}[/]{why}"
+    )
+    for line in item.snippet.split("\n"):
+        con.print(f"     │ {line}", markup=False, overflow="ellipsis", no_wrap=True)
+
+
+def _ask_grade(con):
+    """Prompt until the answer is a grade, skip or quit (``?`` prints the rubric)."""
+    from llmc.learn.label import Answer, parse_answer, rubric_lines
+
+    while True:
+        try:
+            text = click.prompt("grade 0-3, s skip, q quit, ? help", default="s",
+                                show_default=False)  # fmt: skip
+        except click.Abort:  # end of input
+            return Answer("quit")
+        try:
+            answer = parse_answer(text)
+        except ValueError as e:
+            con.print(str(e), markup=False)
+            continue
+        if answer.action != "help":
+            return answer
+        for line in rubric_lines():
+            con.print(f"  {line}", markup=False)
+
+
+def _print_kappa(labels, as_json: bool) -> None:
+    from llmc.learn.kappa import agreement
+
+    pairs = agreement(labels)
+    if as_json:
+        return _print_json({"agreement": [a.to_json() for a in pairs]})
+    if not pairs:
+        click.echo("no item was labeled by two labelers: no agreement to measure")
+    for a in pairs:
+        click.echo(
+            f"{a.a} vs {a.b}: {a.n} items, agree {a.observed:.0%}, kappa {a.kappa:.3f}, "
+            f"weighted (quadratic) {a.weighted_kappa:.3f}, relevant-or-not {a.relevant_kappa:.3f}"
+        )
+
+
+@main.command("label")
+@click.argument("query", required=False)
+@click.option(
+    "--suggest", "suggest_n", type=click.IntRange(min=1), is_flag=False, flag_value=5,
+    default=None, metavar="[N]", help="Active learning: N queries (5) where stages disagree most.",
+)  # fmt: skip
+@click.option(
+    "--from-log", "from_log", type=click.IntRange(min=1), is_flag=False, flag_value=10,
+    default=None, metavar="[N]", help="Label the N (10) latest logged searches not yet labeled.",
+)  # fmt: skip
+@click.option("-k", "k", type=click.IntRange(min=1), default=None, help="Results per query.")
+@click.option("--labeler", default=None, help="Your name in the labels (learn.labeler).")
+@click.option("--kappa", is_flag=True, help="Print Cohen's kappa between labelers; no labeling.")
+@click.option(
+    "--export", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="Write the labels as an eval query file; no labeling.",
+)  # fmt: skip
+@repo_option
+@json_option
+@verbose_option
+def label_cmd(
+    query: str | None, suggest_n: int | None, from_log: int | None, k: int | None,
+    labeler: str | None, kappa: bool, export: Path | None, repo: Path | None, as_json: bool,
+    verbose: int,
+) -> None:  # fmt: skip
+    """Grade search results 0-3 into .llmc/judgments.jsonl (3 = the direct answer or the
+    implementation, 2 = partial, e.g. a usage example, 1 = mentions the terms but off
+    target, 0 = unrelated).
+
+    Label QUERY's top results, the latest logged searches (--from-log), or the queries and
+    results where BM25, dense and the router disagree most (--suggest). `llmc eval
+    judgments` and `llmc tune` use the labels; docs/learning.md describes the workflow.
+    """
+    from llmc.config import load_config
+    from llmc.learn.judgments import default_labeler, judgments_path, load_labels
+
+    _setup_logging(verbose)
+    root = _repo_root(repo)
+    cfg = load_config(root)
+    if kappa or export:
+        labels, _ = load_labels(judgments_path(root))
+        if export:
+            from llmc.learn.judgments import to_eval_queries, write_eval_queries
+
+            queries = to_eval_queries(labels)
+            write_eval_queries(queries, export)
+            click.echo(f"{len(queries)} queries -> {export}", err=True)
+        return _print_kappa(labels, as_json) if kappa else None
+    if sum(x is not None for x in (query, suggest_n, from_log)) != 1:
+        raise click.UsageError("give one of QUERY, --suggest or --from-log")
+    from llmc.learn.label import LabelSession
+    from llmc.learn.querylog import logged_queries
+    from llmc.learn.sets import judged_queries
+
+    k = k or cfg.learn.label_k
+    source = "label" if query else ("suggest" if suggest_n else "log")
+    name = default_labeler(labeler or cfg.learn.labeler, root)
+    con = _console()
+    with LabelSession(root, cfg, name, source) as session:
+        if suggest_n:
+            pool = logged_queries(root, 200) + [q.query for q in judged_queries(root)]
+            if not pool:
+                raise click.ClickException("no logged or labeled queries to choose from yet")
+            plan = [(s.query, list(s.items), s.reasons) for s in
+                    session.suggestions(pool, suggest_n, k)]  # fmt: skip
+        else:
+            asked = [query] if query else logged_queries(root, 10 * from_log)
+            plan = [(q, None, ()) for q in asked]
+        shown = 0
+        for q, items, reasons in plan:
+            items = session.items(q, k) if items is None else items
+            if not items:
+                continue
+            if from_log and shown >= from_log:
+                break
+            shown += 1
+            con.print(f"» {q}", markup=False, style="bold")
+            for reason in reasons:
+                con.print(f"  ({reason})", markup=False, style="dim")
+            for item in items:
+                _print_label_item(con, item)
+                answer = _ask_grade(con)
+                if answer.action == "quit":
+                    break
+                session.record(item, answer)
+            else:
+                continue
+            break
+        con.print(
+            f"labeled {session.labeled}, skipped {session.skipped} "
+            f"-> {judgments_path(root)} (labeler {name})"
+        )
+
+
+def _print_tune(report) -> None:
+    from rich import box
+    from rich.table import Table
+
+    con = _console()
+    what = f"{report.folds}-fold cross-validation" if report.folds else "held-out split"
+    con.print(
+        f"tune {report.root}: {report.n_train} training / {report.n_test} held-out queries "
+        f"({what}); sources {report.sources}; {report.evaluations} weight settings tried"
+    )
+    table = Table(caption="held-out queries", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("", "nDCG@10", "MRR@10", "hit@5", "Δ nDCG", "p nDCG", "p RR", "p hit@5"):
+        table.add_column(column)
+    tests = {c.b: c for c in report.comparisons}
+    for name, ev in report.heldout.items():
+        c = tests.get(name)
+        extra = (
+            [f"{c.delta_ndcg:+.4f}", f"{c.p_ndcg:.3g}", f"{c.p_rr:.3g}", f"{c.p_hit5:.3g}"]
+            if c else [""] * 4
+        )  # fmt: skip
+        table.add_row(name, f"{ev.ndcg:.4f}", f"{ev.mrr:.4f}", f"{ev.hit5:.4f}", *extra)
+    con.print(table)
+    for key, value in report.after.items():
+        if report.before.get(key) != value:
+            con.print(f"  {key}: {report.before.get(key)} -> {value}", markup=False)
+    for fold in report.fold_params:
+        con.print(f"  fold: {fold}", markup=False)
+    if report.finetune:
+        f = report.finetune
+        con.print(
+            f"  reranker fine-tune: {f['steps']} steps on {f['pairs']} in {f['seconds']}s "
+            f"({f['device']}), loss {f['loss_first']} -> {f['loss_last']}; "
+            + ("kept (used when search.rerank is on)" if f["kept"] else "not kept"),
+            markup=False,
+        )
+    if report.intent:
+        i = report.intent
+        kept = "kept" if i.get("kept") else f"not kept ({i.get('why', '')})"
+        con.print(
+            f"  intent model: {kept}; held-out route accuracy heuristic "
+            f"{i.get('heldout_heuristic_acc', 0):.2f} -> {i.get('heldout_combined_acc', 0):.2f}",
+            markup=False,
+        )
+    for note in report.notes:
+        con.print(f"  {note}", markup=False)
+    con.print(
+        f"saved {report.path}" if report.saved else f"not saved: {report.why_not_saved}",
+        markup=False,
+    )
+    con.print(f"took {report.seconds:.0f}s")
+
+
+@main.command("tune")
+@click.option(
+    "--from-git", "from_git", type=click.IntRange(min=0), is_flag=False, flag_value=0,
+    default=None, metavar="[N]", help="Also learn from N mined commits (learn.git_commits).",
+)  # fmt: skip
+@click.option("--queries", "query_files", multiple=True, metavar="FILE|SET",
+              help="Also learn from this eval query file or shipped set (repeatable).")  # fmt: skip
+@click.option("--no-judgments", is_flag=True, help="Leave .llmc/judgments.jsonl out.")
+@click.option("--no-intent", is_flag=True, help="Weights only; keep the heuristic router.")
+@click.option("--cv", "folds", type=click.IntRange(min=2), default=None, metavar="K",
+              help="K-fold cross-validation: measure only, write nothing.")  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="Estimate how long tuning takes; fit nothing.")
+@click.option("--reset", is_flag=True, help="Remove .llmc/tuned/: search runs untuned again.")
+@click.option("--force", is_flag=True, help="Save even when held-out nDCG@10 got worse.")
+@click.option("--no-save", is_flag=True, help="Fit and measure, write nothing.")
+@click.option("--no-index", is_flag=True, help="Search the index as it is; do not update it.")
+@click.option(
+    "--finetune", "finetune_steps", type=click.IntRange(min=1), is_flag=False, flag_value=150,
+    default=None, metavar="[STEPS]",
+    help="Also fine-tune the reranker on the repo's own pairs (150 steps; minutes on CPU).",
+)  # fmt: skip
+@repo_option
+@json_option
+@verbose_option
+def tune_cmd(
+    from_git: int | None, query_files: tuple[str, ...], no_judgments: bool, no_intent: bool,
+    folds: int | None, dry_run: bool, reset: bool, force: bool, no_save: bool, no_index: bool,
+    finetune_steps: int | None, repo: Path | None, as_json: bool, verbose: int,
+) -> None:  # fmt: skip
+    """Learn fusion weights and an intent classifier for this repository from its labels
+    (`llmc label`), query files and git history; measure them on held-out queries.
+
+    Writes .llmc/tuned/, which search then uses, only when held-out nDCG@10 is not
+    worse; prints untuned against tuned with paired tests. docs/learning.md has the
+    procedure.
+    """
+    from llmc.config import load_config
+    from llmc.learn import tune as tuning
+    from llmc.learn.sets import gather
+
+    _setup_logging(verbose)
+    root = _repo_root(repo)
+    cfg = load_config(root)
+    if reset:
+        from llmc.learn.tuned import reset_tuned
+
+        removed = reset_tuned(root, cfg)
+        if as_json:
+            return _print_json({"reset": removed})
+        return click.echo("removed .llmc/tuned/: search runs untuned" if removed else
+                          "not tuned: nothing to reset")  # fmt: skip
+    qs = gather(root, cfg, not no_judgments, from_git, query_files)
+    if dry_run:
+        est = tuning.estimate(root, cfg, qs)
+        if as_json:
+            return _print_json(est.to_json())
+        stale = " (the index is stale: updating it comes on top)" if est.index_stale else ""
+        return click.echo(
+            f"{est.queries} queries ({est.train} training, {est.heldout} held out), about "
+            f"{est.searches} searches at {est.seconds_per_search * 1000:.0f} ms: roughly "
+            f"{est.seconds:.0f}s{stale}"
+        )
+    with _RichProgress(enabled=not as_json and sys.stderr.isatty()) as progress:
+        kw = {"index": not no_index, "intent": not no_intent, "progress": progress}
+        if folds:
+            report = tuning.cross_validate(root, cfg, qs, folds, **kw)
+        else:
+            report = tuning.tune(
+                root, cfg, qs, save=not no_save, force=force, finetune=bool(finetune_steps),
+                finetune_steps=finetune_steps or 150, **kw,
+            )  # fmt: skip
+    if as_json:
+        _print_json(report.to_json())
+    else:
+        _print_tune(report)
+
+
+# --- end learn -------------------------------------------------------------------------------

@@ -207,6 +207,7 @@ class HydeConfig:
     mode: str = "auto"  # auto: only vague natural-language queries of `intents` | always
     # Router intents HyDE serves in auto mode (code, docs, mixed); chosen by `llmc eval`.
     intents: list[str] = field(default_factory=lambda: ["docs", "mixed"])
+    dense_below: float = 1.0  # auto mode: only when raw dense's best cosine is below this (1: any)
     n: int = 1  # hypotheses per query; more than 1 is multi-HyDE, sampled at `temperature`
     temperature: float = 0.7  # sampling when n > 1 (hypothesis i uses seed i); n = 1 is greedy
     max_tokens: int = 96  # hypothesis length cap; lower still if the median span is shorter
