@@ -1,8 +1,9 @@
 """Build and incrementally update ``.llmc/rag_graph.json`` after an index run.
 
 Steps: per-file facts (re-extracted only for changed files; the rest come from
-``.llmc/graph_facts.json``, a cache keyed by each file's content hash in the store) →
-cross-file resolution over all facts (cheap; always redone, so a changed definition is seen
+``.llmc/graph_facts.pickle``, a cache keyed by each file's content hash in the store) →
+cross-file resolution over all facts (always redone: lookups are memoised and cut at
+cycles in evaluation order, so reusing one file's edges is not exact; a changed definition is seen
 by every caller) → node ↔ span mapping → node-link JSON written atomically.
 
 The store is the source of truth: a missing, corrupt or stale graph or cache is rebuilt
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pickle
 import tempfile
 import time
 import uuid
@@ -116,6 +118,7 @@ def update_graph(
         reused = len(records)
         spans_by_path = _span_rows(store)
     else:
+        _load_cached_facts(cache)
         facts: dict[str, FileFacts] = {}
         new_cache: dict[str, Any] = {}
         extracted = reused = failed = 0
@@ -129,13 +132,13 @@ def update_graph(
                 and rec.content_hash
                 and entry.get("hash") == rec.content_hash
             ):
-                try:
-                    facts[path] = FileFacts.from_json(entry["facts"])
+                cached = entry.get("facts")
+                if isinstance(cached, FileFacts):
+                    facts[path] = cached
                     new_cache[path] = entry
                     reused += 1
                     continue
-                except (KeyError, TypeError, ValueError):
-                    log.debug("%s: cached graph facts unreadable; re-extracting", path)
+                log.debug("%s: cached graph facts unreadable; re-extracting", path)
             if spans_by_path is None:
                 spans_by_path = _span_rows(store)
             f = _extract_one(repo_root, path, rec.lang, rec.category, cfg, spans_by_path.get(path))
@@ -143,7 +146,7 @@ def update_graph(
             if f.error.startswith(_FAILURES):
                 failed += 1
             facts[path] = f
-            new_cache[path] = {"hash": rec.content_hash, "facts": f.to_json()}
+            new_cache[path] = {"hash": rec.content_hash, "facts": f}
 
         nodes, edges, counts = Resolver(facts, repo_root, cfg.name_fallback).run()
         if spans_by_path is None:
@@ -151,7 +154,7 @@ def update_graph(
         token = cache.get("token") if extracted == 0 and not rebuilt else None
         if token is None or set(new_cache) != set(cached_files):
             token = uuid.uuid4().hex
-            _write_json(
+            _write_facts_cache(
                 llmc_dir / FACTS_FILE,
                 {"version": FACTS_VERSION, "token": token, "files": new_cache},
             )
@@ -358,11 +361,15 @@ def read_header(path: Path) -> dict[str, Any] | None:
 
 
 def _load_facts_cache(path: Path) -> dict[str, Any]:
+    """The facts cache: a pickle of ``{"version", "token", "files": {path: {"hash"}},
+    "blob"}`` (``blob``: the pickled ``{path: FileFacts}``, see :func:`_load_cached_facts`).
+    Derived data: anything unreadable means re-extracting."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as fh:
+            data = pickle.load(fh)
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as e:
+    except Exception as e:  # noqa: BLE001 - truncated, foreign or from another llmc version
         log.debug("graph facts cache unreadable (%s); re-extracting everything", e)
         return {}
     if not isinstance(data, dict) or data.get("version") != FACTS_VERSION:
@@ -372,14 +379,51 @@ def _load_facts_cache(path: Path) -> dict[str, Any]:
     return data
 
 
+def _load_cached_facts(cache: dict[str, Any]) -> None:
+    """Unpickle the facts into the cache's entries, only when something must be resolved
+    (a no-op update compares hashes and never pays for rebuilding ~100k small objects)."""
+    blob = cache.pop("blob", None)
+    if blob is None:
+        return
+    try:
+        facts = pickle.loads(blob)
+    except Exception as e:  # noqa: BLE001 - derived data: re-extract
+        log.debug("graph facts cache unreadable (%s); re-extracting everything", e)
+        facts = {}
+    for path, entry in cache.get("files", {}).items():
+        entry["facts"] = facts.get(path) if isinstance(facts, dict) else None
+
+
+def _write_facts_cache(path: Path, data: dict[str, Any]) -> None:
+    """Hashes in the outer pickle, the facts in an inner blob that is loaded on demand."""
+    files = data["files"]
+    outer = {
+        "version": data["version"],
+        "token": data["token"],
+        "files": {p: {"hash": e["hash"]} for p, e in files.items()},
+        "blob": pickle.dumps(
+            {p: e["facts"] for p, e in files.items()}, protocol=pickle.HIGHEST_PROTOCOL
+        ),
+    }
+    _write_atomic(path, pickle.dumps(outer, protocol=pickle.HIGHEST_PROTOCOL))
+    try:  # the JSON cache of earlier versions
+        (path.parent / "graph_facts.json").unlink()
+    except OSError:
+        pass
+
+
 def _write_json(path: Path, data: Any) -> None:
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)  # C encoder
+    _write_atomic(path, text.encode("utf-8"))
+
+
+def _write_atomic(path: Path, payload: bytes) -> None:
     """Write atomically: a temp file in the same directory, then ``os.replace``."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.chmod(tmp, 0o644)
-        text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)  # C encoder
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -13,9 +13,9 @@ from typing import Any
 
 SCHEMA = "llmc.rag_graph"
 SCHEMA_VERSION = 1
-FACTS_VERSION = 4
+FACTS_VERSION = 5
 GRAPH_FILE = "rag_graph.json"
-FACTS_FILE = "graph_facts.json"
+FACTS_FILE = "graph_facts.pickle"
 
 # Edge types.
 DEFINES = "defines"  # file -> top-level def, class -> method, doc file -> section

@@ -45,6 +45,7 @@ class ModuleIndex:
         self.facts = facts
         self.repo_root = Path(repo_root) if repo_root is not None else None
         self.paths = set(facts)
+        self._py_memo: dict[tuple, str | None] = {}
         self.dirs: set[str] = set()
         for p in self.paths:
             d = _dir(p)
@@ -110,6 +111,16 @@ class ModuleIndex:
 
     def resolve_python(self, module: str, level: int, importer: str) -> str | None:
         """File (or ``dir/`` for a namespace package) that ``import module`` names."""
+        # The answer depends on the importer only through its directory (and, for a file
+        # that is not a Python module, its missing source root): memoised per directory.
+        key = (module, level, _dir(importer), importer in self.py_root)
+        try:
+            return self._py_memo[key]
+        except KeyError:
+            hit = self._py_memo[key] = self._resolve_python(module, level, importer)
+            return hit
+
+    def _resolve_python(self, module: str, level: int, importer: str) -> str | None:
         rel = module.replace(".", "/")
         if level:
             base = _dir(importer)

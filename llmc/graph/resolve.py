@@ -19,6 +19,7 @@ import logging
 import posixpath
 import re
 from collections import defaultdict
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -65,10 +66,16 @@ _MENTION_EXTS = re.compile(
 
 def split_path(text: str) -> list[str] | None:
     """``a.b.c`` / ``a::b`` / ``Foo::<T>::new`` → segments; None for any other expression."""
+    segs = _split_path(text)
+    return list(segs) if segs is not None else None
+
+
+@lru_cache(maxsize=65536)
+def _split_path(text: str) -> tuple[str, ...] | None:
     text = re.sub(r"::<[^<>]*>|<[^<>]*>", "", text.strip())
     if text in ("super()",):
-        return [text]
-    segs = [s.strip() for s in re.split(r"::|\.", text)]
+        return (text,)
+    segs = tuple(s.strip() for s in re.split(r"::|\.", text))
     if not segs or not all(_IDENT.match(s) for s in segs):
         return None
     return segs

@@ -243,3 +243,65 @@ def test_parts_of_a_split_definition_map_to_it(tmp_path, filler):
     assert len(parts) > 1
     assert {graph.node_for_span(s.id) for s in parts} == {"long.py::long"}
     assert graph.neighbors("long.py::long", ["calls"])[0].count == 300
+
+
+def _graph_body(root):
+    data = json.loads((root / ".llmc" / GRAPH_FILE).read_text())
+    return data["nodes"], data["edges"], data["graph"]["span_nodes"]
+
+
+def _from_scratch(root, f):
+    """The graph a full build makes from the same store; the incremental files are kept."""
+    llmc = root / ".llmc"
+    saved = {p: p.read_bytes() for p in (llmc / GRAPH_FILE, llmc / FACTS_FILE) if p.exists()}
+    for p in saved:
+        p.unlink()
+    stats = update_graph(root, f.store, sorted(f.store.files()), [], f.store.generation)
+    assert stats.rebuilt
+    body = _graph_body(root)
+    for p, data in saved.items():
+        p.write_bytes(data)
+    return body
+
+
+def test_incremental_updates_equal_a_full_build_after_each_edit(tmp_path, filler):
+    root = copy_project(tmp_path, "pyshop")
+    f, _ = _index(root, filler)
+    shop = root / "shop"
+    util = (shop / "util.py").read_text()
+    service = (shop / "service.py").read_text()
+
+    def step(edit, removed=()):
+        paths = edit()
+        f.remove(list(removed))
+        changed = f.put(paths)
+        update_graph(root, f.store, changed, list(removed), f.bump())
+        assert _graph_body(root) == _from_scratch(root, f)
+
+    def add_function():
+        touch_later(shop / "util.py", util + "\n\ndef added_helper(x):\n    return note(x)\n")
+        return ["shop/util.py"]
+
+    def remove_function():
+        touch_later(shop / "util.py", util.replace("def note(", "def _gone_note("))
+        return ["shop/util.py"]
+
+    def change_import():
+        touch_later(shop / "service.py", "from shop.util import *\n" + service)
+        return ["shop/service.py"]
+
+    def rename_module():
+        (shop / "helpers.py").write_text((shop / "util.py").read_text(), encoding="utf-8")
+        (shop / "util.py").unlink()
+        return ["shop/helpers.py"]
+
+    def delete_file():
+        (shop / "helpers.py").unlink()
+        return []
+
+    step(add_function)
+    step(remove_function)
+    step(change_import)
+    step(rename_module, removed=["shop/util.py"])
+    step(delete_file, removed=["shop/helpers.py"])
+    step(lambda: [])  # a no-op run keeps the graph as it is
