@@ -116,6 +116,8 @@ def main() -> None:
     one = Indexer(work, cfg).run()
     results["one_file_reindex_s"] = round(time.perf_counter() - t, 3)
     results["one_file_reindex_embedded"] = one.embedded
+    results["one_file_searchable_s"] = round(one.searchable_seconds, 3)
+    results["one_file_phases_s"] = one.timings
 
     llmc_dir = work / ".llmc"
     results["db_mib"] = round(dir_size(llmc_dir) / 2**20, 1)

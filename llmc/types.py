@@ -86,6 +86,10 @@ class IndexSummary:
     dry_run: bool = False
     estimated_spans: int = 0
     estimated_embed_seconds: float = 0.0
+    # Seconds per phase (walk, parse, write, lexical, graph) and from start until the
+    # change was searchable (SQLite and the lexical index committed; the graph follows).
+    timings: dict[str, float] = field(default_factory=dict)
+    searchable_seconds: float = 0.0
 
     @property
     def skipped_by_reason(self) -> dict[str, int]:

@@ -175,6 +175,7 @@ class Indexer:
             summary.repaired.append("lexical")
 
         self.progress.phase("scanning", None)
+        mark = time.perf_counter()
         walked = walk(self.root, self.cfg.index)
         summary.skipped = list(walked.skipped)
         summary.files_seen = len(walked.files)
@@ -183,14 +184,18 @@ class Indexer:
         summary.files_unchanged = len(unchanged)
 
         reembed = self._ensure_vector_spaces(store, summary)
+        mark = _lap(summary, "walk", mark)
         parsed = self._parse(changed, known, summary, full, store=store)
+        mark = _lap(summary, "parse", mark)
         walked_paths = {f.path for f in walked.files} - {s.path for s in summary.skipped}
         removed = sorted(set(known) - walked_paths)
         missing_vectors = store.span_ids_missing_vectors() if reembed else []
 
         if not parsed and not removed and not missing_vectors:
             summary.generation = store.generation
+            summary.searchable_seconds = time.perf_counter() - started
             self._finish_derived(store, lexical, [], [], summary)
+            _lap(summary, "graph", mark)
             summary.seconds = time.perf_counter() - started
             self._totals(store, summary)
             return summary
@@ -201,9 +206,13 @@ class Indexer:
             self._reembed(store, missing_vectors, summary)
         written = self._write(store, parsed, generation, summary)
         summary.files_removed = store.remove_files(removed)
+        mark = _lap(summary, "write", mark)
         changed_paths = [p.file.path for p in parsed]
         lexical.update([*removed, *changed_paths], written, generation)
+        mark = _lap(summary, "lexical", mark)
+        summary.searchable_seconds = time.perf_counter() - started
         self._finish_derived(store, lexical, changed_paths, removed, summary)
+        _lap(summary, "graph", mark)
         store.prune_cache()
         summary.seconds = time.perf_counter() - started
         if summary.embedded and summary.embed_seconds > 0:
@@ -421,6 +430,12 @@ class Indexer:
                 ]
                 if items:
                     store.set_vectors(category, items)
+
+
+def _lap(summary: IndexSummary, phase: str, since: float) -> float:
+    now = time.perf_counter()
+    summary.timings[phase] = round(summary.timings.get(phase, 0.0) + now - since, 4)
+    return now
 
 
 def index_repo(

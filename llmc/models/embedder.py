@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "default"
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+SMALL_BATCH = 16  # at most this many texts are embedded on one thread
 
 
 class Embedder(Protocol):
@@ -93,14 +94,25 @@ class SentenceTransformerEmbedder:
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         import torch
 
-        with torch.inference_mode():
-            vectors = self._model.encode(
-                list(texts),
-                batch_size=self.batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            )
+        # A handful of texts (a query, a one-file edit) runs on one thread: the work is too
+        # small to split, and on a busy 2-core machine OpenMP's barrier waits made a single
+        # span take ~1 s with 2 threads against ~25 ms with one.
+        threads = torch.get_num_threads()
+        single = len(texts) <= SMALL_BATCH and threads > 1
+        if single:
+            torch.set_num_threads(1)
+        try:
+            with torch.inference_mode():
+                vectors = self._model.encode(
+                    list(texts),
+                    batch_size=self.batch_size,
+                    convert_to_numpy=True,
+                    normalize_embeddings=True,
+                    show_progress_bar=False,
+                )
+        finally:
+            if single:
+                torch.set_num_threads(threads)
         return np.asarray(vectors, dtype=np.float32)
 
     def embed_passages(
