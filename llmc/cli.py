@@ -180,6 +180,8 @@ def _summary_json(summary) -> dict:
             {"path": s.path, "reason": s.reason, "detail": s.detail} for s in summary.skipped
         ],
         "seconds": round(summary.seconds, 3),
+        "searchable_seconds": round(summary.searchable_seconds, 3),
+        "timings": summary.timings,
         "spans_per_second": round(summary.embedded / summary.embed_seconds, 1)
         if summary.embed_seconds
         else None,
