@@ -122,7 +122,7 @@ def _gitignore_files(root: Path, skip_dirs: set[str]) -> list[str]:
         if ".gitignore" in filenames:
             try:
                 lines = (Path(dirpath) / ".gitignore").read_text("utf-8", "replace").splitlines()
-                specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
+                specs.append((rel_dir, _gitignore_spec(lines)))
             except OSError:
                 pass
 
@@ -148,6 +148,21 @@ def _gitignore_files(root: Path, skip_dirs: set[str]) -> list[str]:
             if not ignored(rel, False):
                 out.append(rel)
     return out
+
+
+def _gitignore_spec(lines: list[str]) -> pathspec.PathSpec:
+    """A spec of the valid lines: git ignores a malformed pattern (e.g. a bare ``!``)."""
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except Exception:  # noqa: BLE001 - pathspec raises its own error types per version
+        valid = []
+        for line in lines:
+            try:
+                pathspec.GitIgnoreSpec.from_lines([line])
+            except Exception:  # noqa: BLE001
+                continue
+            valid.append(line)
+        return pathspec.GitIgnoreSpec.from_lines(valid)
 
 
 def is_secret(rel_path: str) -> bool:

@@ -128,3 +128,11 @@ def test_directory_ignored_by_an_enclosing_repo_is_walked_by_its_own_rules(tmp_p
     result = walk(inner, IndexConfig())
     assert not result.used_git
     assert [f.path for f in result.files] == ["m.py"]
+
+
+def test_malformed_gitignore_line_is_ignored_like_git_does(tmp_path):
+    root = make_repo(
+        tmp_path / "r", {".gitignore": "!\n*.log\n", "a.py": "a\n", "b.log": "b\n"}, use_git=False
+    )
+    result = walk(root, IndexConfig())
+    assert sorted(f.path for f in result.files) == [".gitignore", "a.py"]
