@@ -606,7 +606,7 @@ def _print_eval(report, compared: bool) -> None:
 
 
 @main.command("eval")
-@click.argument("queries", metavar="QUERIES.jsonl|SET", required=False)
+@click.argument("queries", metavar="[QUERIES.jsonl|SET]", required=False)
 @repo_option
 @click.option(
     "--from-git", "from_git", type=click.IntRange(min=0), is_flag=False, flag_value=0,

@@ -163,9 +163,9 @@ class RerankConfig:
     model: str = "default"  # default: the reranker shipped in llmc; or an HF name / local path
     top_k: int = 20  # rerank this many fused results; the rest keep their order below them
     batch_size: int = 32  # (query, span) pairs per forward pass
-    blend: str = "replace"  # replace: rerank score orders the top k | blend: mix with fused
-    blend_weight: float = 0.5  # blend only: weight of the reranker score (1 - it: fused score)
-    max_length: int = 256  # tokens per (query, span) pair; longer spans are cut
+    blend: str = "blend"  # blend: mix with the fused score | replace: rerank score alone orders
+    blend_weight: float = 0.5  # blend: w * reranker score + (1 - w) * fused, both min-max scaled
+    max_length: int = 128  # tokens per (query, span) pair; longer spans are cut (trained at 128)
     device: str = "auto"  # auto (cuda > mps > cpu) | cuda | mps | cpu
     precision: str = "auto"  # auto: fp16 on CUDA, bf16 on CPUs with AVX512-BF16/AMX, else fp32
 
@@ -176,7 +176,7 @@ class LLMRerankConfig:
 
     top_n: int = 8  # candidates shown to the LLM (5-10); the rest keep their places below
     always: bool = False  # skip the gate and rerank every query (`llmc search --llm-rerank`)
-    close_margin: float = 0.05  # gate: rerank when the 2nd score is within this share of the 1st
+    close_margin: float = 0.1  # gate: #1 leads #2 by at most this share of the top_n score spread
     min_query_words: int = 12  # gate: rerank queries of at least this many words
     budget_ms: float = 4000.0  # latency budget: the LLM call's timeout; over it keeps the order
     snippet_lines: int = 6  # lines per candidate after its signature (the prompt stays short)
@@ -201,12 +201,13 @@ class LLMConfig:
 
 @dataclass
 class HydeConfig:
-    """Adaptive HyDE (llmc.search.hyde): for vague questions the local LLM ([llm]) writes the
-    answer it expects; its embedding searches densely and its words expand BM25."""
+    """Adaptive HyDE (llmc.search.hyde; switch: search.hyde): for vague questions the local
+    LLM ([llm]) writes the answer it expects; its words expand BM25, its embedding searches
+    densely. Defaults chosen by `llmc eval` (docs/hyde.md)."""
 
     mode: str = "auto"  # auto: only vague natural-language queries of `intents` | always
-    # Router intents HyDE serves in auto mode (code, docs, mixed); chosen by `llmc eval`.
-    intents: list[str] = field(default_factory=lambda: ["docs", "mixed"])
+    # Router intents HyDE serves in auto mode (code, docs, mixed); eval: it helps docs only.
+    intents: list[str] = field(default_factory=lambda: ["docs"])
     dense_below: float = 1.0  # auto mode: only when raw dense's best cosine is below this (1: any)
     n: int = 1  # hypotheses per query; more than 1 is multi-HyDE, sampled at `temperature`
     temperature: float = 0.7  # sampling when n > 1 (hypothesis i uses seed i); n = 1 is greedy
@@ -215,10 +216,12 @@ class HydeConfig:
     initial_threshold: float = 0.7  # cosine a hypothesis's dense hits must reach at first
     threshold_step: float = 0.1  # lower the threshold by this while nothing reaches it
     min_threshold: float = 0.3  # the lowest threshold; below it the hypothesis finds nothing
-    weight: float = 1.0  # fusion weight of the HyDE dense list (times the route weight)
+    # Fusion weight of the HyDE dense list (times the route weight); 0: diagnostics only.
+    # With SmolLM2-135M, 0 beat 0.25, 0.5 and 1 in `llmc eval`; a stronger LLM may earn more.
+    weight: float = 0.0
     rocchio: bool = True  # expand the BM25 query with terms of the hypotheses (Rocchio)
     rocchio_alpha: float = 1.0  # Rocchio weight of the original query terms
-    rocchio_beta: float = 0.5  # Rocchio weight of the hypotheses' term centroid
+    rocchio_beta: float = 1.0  # Rocchio weight of the hypotheses' term centroid
     rocchio_max_df: float = 0.1  # expansion terms must occur in less than this share of spans
     max_terms: int = 10  # expansion terms added to the BM25 query at most
     cache: bool = True  # keep hypotheses in .llmc/hyde_cache.db by (query, model, prompt version)

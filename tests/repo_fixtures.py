@@ -113,3 +113,27 @@ Sessions are stored in SQLite; set the path with `DEFAULT_PATH`.
 """,
     "README.txt": "Sample app.\n\nIt stores sessions and routes requests.\n",
 }
+
+
+class ScriptedLLM:
+    """A stand-in LLM for stage tests (``llmc.models.llm.LLM`` protocol): answers from a
+    list (cycling), or raises what it is given; records every call. The real model is
+    tested end to end elsewhere; this pins what the caller does with an answer."""
+
+    provider = "scripted"
+
+    def __init__(self, answers=("a hypothetical answer",), model: str = "scripted-1"):
+        self.answers = list(answers)
+        self.model = model
+        self.calls: list[dict] = []
+
+    def generate(self, prompt, system=None, max_tokens=None, temperature=None, stop=None,
+                 timeout=None, seed=None):  # fmt: skip
+        from llmc.models.llm import Generation
+
+        self.calls.append({"prompt": prompt, "system": system, "max_tokens": max_tokens,
+                           "temperature": temperature, "timeout": timeout, "seed": seed})  # fmt: skip
+        answer = self.answers[(len(self.calls) - 1) % len(self.answers)]
+        if isinstance(answer, BaseException):
+            raise answer
+        return Generation(text=answer, model=self.model, provider=self.provider, latency_ms=5.0)

@@ -117,6 +117,43 @@ _register_stage_off("no-graph", "search.graph", "no graph expansion or priors")
 _register_stage_off("no-rerank", "search.rerank", "no cross-encoder rerank")
 _register_stage_off("no-llm-rerank", "search.llm_rerank", "no LLM listwise rerank")
 _register_stage_off("no-hyde", "search.hyde", "no HyDE query expansion")
+_register_stage_off("untuned", "learn.use_tuned", "without .llmc/tuned/ (llmc tune)")
+
+# Second-stage trials: each stage on (as default where the default has it on), and each
+# graph prior on at a trial weight, so `--ablate` measures what the defaults leave off.
+PRIOR_TRIALS = {"mutual_support": 0.1, "degree_prior": 0.1, "pagerank_prior": 0.2}
+
+
+def _register_stage_on(name: str, keys: dict[str, Any], description: str) -> None:
+    def apply(cfg: Config) -> Config:
+        for key, value in keys.items():
+            set_key(cfg, key, value)
+        return cfg
+
+    register_variant(name, tuple(keys), description)(apply)
+
+
+_register_stage_on("graph", {"search.graph": True}, "graph expansion on, priors as configured")
+for _prior, _weight in PRIOR_TRIALS.items():
+    _register_stage_on(
+        f"graph-{_prior.split('_')[0]}",
+        {"search.graph": True, f"expand.{_prior}": _weight},
+        f"graph expansion with expand.{_prior} = {_weight}",
+    )
+_register_stage_on("rerank", {"search.rerank": True}, "cross-encoder rerank on")
+_register_stage_on(
+    "rerank-blend",
+    {"search.rerank": True, "rerank.blend": "blend"},
+    "cross-encoder rerank, blended with the fused score",
+)
+_register_stage_on(
+    "llm-rerank", {"search.llm_rerank": True}, "LLM listwise rerank on, behind its gate"
+)
+_register_stage_on(
+    "llm-rerank-always",
+    {"search.llm_rerank": True, "llm_rerank.always": True},
+    "LLM listwise rerank of every query (ungated)",
+)
 
 
 @register_variant(

@@ -8,7 +8,9 @@
              max); pin the exact definitions first
           ─▶ results: hydrate from SQLite, drop what vanished, per-file cap, snippets
 
-Later stages (graph expansion, rerank) slot in between fuse and results.
+          ─▶ graph: neighbors of the top results, graph priors (search.graph, [expand])
+          ─▶ rerank: cross-encoder over the top k, original query (search.rerank, [rerank])
+          ─▶ LLM listwise rerank of the top few, gated (search.llm_rerank, [llm_rerank])
 
 ``Searcher`` opens the store, the lexical index and the embedders lazily, once, and then
 answers any number of queries (batch mode, eval, daemon). Every stage reads its switch
@@ -62,6 +64,7 @@ class _Trace:
         self.notes: list[StageNote] = []
         self.warnings: list[str] = list(warnings)
         self.hyde: Any = None  # hyde.HydeReport once the HyDE stage considered the query
+        self.query_vectors: dict[str, Any] = {}  # model id → the user query's vector
 
     @contextlib.contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -96,7 +99,10 @@ class Searcher:
 
     def __init__(self, root: Path, cfg: Config):
         self.root = Path(root).resolve()
-        self.cfg = cfg
+        from llmc.learn.tuned import TunedOverlay  # `llmc tune`'s .llmc/tuned/ (llmc/learn)
+
+        self._tuned = TunedOverlay(self.root, cfg)
+        self.cfg = self._tuned.cfg
         self._store: Any = None
         self._lexical: Any = None
         self._lexical_error: str | None = None
@@ -104,6 +110,7 @@ class Searcher:
         self._span_count: tuple[int, int] | None = None  # (generation, spans)
         self._embedders: dict[str, Any] = {}
         self._dense_off: dict[str, str] = {}  # category → why dense search is off
+        self._checked_generation: int | None = None  # store generation of those decisions
         self._path_cache: dict[int, str] = {}
         self._lock = threading.RLock()
         self._threads = ThreadLimiter(cfg.search.blas_threads, cfg.search.torch_threads)
@@ -148,6 +155,19 @@ class Searcher:
             self._open_lexical()
         if self.cfg.search.dense:
             self._check_vector_spaces()
+
+    def _recheck_sources(self, generation: int) -> None:
+        """An index run since the last query may have created the lexical index or changed
+        a model: decisions taken at open are revisited once per new generation."""
+        if self._checked_generation is not None:
+            if self.cfg.search.bm25 and self._lexical_error:
+                self._lexical_error = None
+                self._lexical = None
+                self._open_lexical()
+            if self.cfg.search.dense:
+                self._dense_off.clear()
+                self._check_vector_spaces()
+        self._checked_generation = generation
 
     def _open_lexical(self) -> None:
         from llmc.store.lexical import LexicalIndex
@@ -204,6 +224,7 @@ class Searcher:
         k = _check_k(scfg.k if k is None else k)
         trace = _Trace(warnings)
         with self._lock:
+            self.cfg = self._tuned.refresh()  # a new `llmc tune` or reset applies at once
             try:
                 decision, found, groups, explained = self._run(text, k, route, explain, trace)
             except LlmcError:
@@ -245,6 +266,9 @@ class Searcher:
                 )
                 fused = fusion.pin_first(fused, exact.pinned)
             trace.note("fusion", f"{scfg.fusion} over {len(lists)} lists: {len(fused)} spans")
+            fused = self._graph(text, decision, fused, trace)
+            fused = self._rerank(text, fused, trace)
+            fused = self._llm_rerank(text, fused, trace)
             with trace.stage("results"):
                 found, groups = self._results(text, fused, k, trace)
             explained = self._explain(lists, found, groups, trace) if explain else None
@@ -255,6 +279,8 @@ class Searcher:
     # -- stages -------------------------------------------------------------------------
     def _freshness(self, trace: _Trace) -> None:
         generation = self._store.generation
+        if generation != self._checked_generation:
+            self._recheck_sources(generation)
         if self._lexical_error:
             trace.warn(self._lexical_error)
         elif self._lexical is not None:
@@ -321,6 +347,7 @@ class Searcher:
                 scfg.min_route_weight,
                 scfg.test_weight,
             )
+            decision = self._tuned.route(text, defined, decision)  # learned intent, if tuned
         trace.note(
             "route",
             f"{decision.intent} (p_code {decision.p_code:.2f}, confidence "
@@ -360,7 +387,7 @@ class Searcher:
     ) -> tuple[list[RankedList], RouteDecision]:
         """BM25 and dense lists for each route the decision searches; if the favoured
         route finds nothing above the floor, the other route is searched at full weight."""
-        vectors: dict[str, Any] = {}
+        vectors = trace.query_vectors
         lists: dict[str, list[RankedList]] = {}
         for r in (CODE_ROUTE, DOCS_ROUTE):
             if decision.weight(r) > 0:
@@ -537,6 +564,112 @@ class Searcher:
             route_weight = decision.weight(route_of[category]) if category else 1.0
             weights[ranked.name] = route_weight * retriever[kind]
         return dataclasses.replace(decision, list_weights=weights)
+
+    # -- second stage: graph, cross-encoder, LLM (each off at no cost) -----------------
+    def _graph(
+        self, text: str, decision: RouteDecision, fused: list[Candidate], trace: _Trace
+    ) -> list[Candidate]:
+        if not self.cfg.search.graph or not fused:
+            return fused
+        from llmc.graph import load_graph
+        from llmc.search import expand
+
+        with trace.stage("graph"):
+            try:
+                graph = load_graph(self.root)
+            except LlmcError as e:  # GraphMissingError: no graph, or unreadable
+                trace.warn(f"{e}: graph expansion is off")
+                return fused
+            sims = None
+            if self.cfg.search.dense:
+                sims = expand.SpanVectors(
+                    lambda cat: self._query_vector(text, cat, trace.query_vectors, trace),
+                    self._store.vectors,
+                ).similarities
+            route_of = {cat: route for route, cat in ROUTE_CATEGORY.items()}
+            tests = decision.weight(TESTS) if TESTS in decision.weights else 1.0
+
+            def weight(s: StoredSpan) -> float:
+                w = decision.weight(route_of.get(s.span.category, CODE_ROUTE))
+                return w * tests if router.is_test_path(s.span.path) else w
+
+            head = fused[: self.cfg.expand.top_n * 4]  # the top results as shown: capped
+            paths = self._paths([c.span_id for c in head])
+            sources, _ = fusion.diversify(head, paths, self.cfg.search.max_per_file)
+            out = expand.expand(
+                fused,
+                graph,
+                self._store,
+                self.cfg.expand,
+                sims,
+                query_words=frozenset(w.lower() for w in re.findall(r"\w+", text)),
+                span_weight=weight,
+                sources=sources,
+            )
+            touched = [a.span_id for a in out.added] + [a.source_id for a in out.added]
+            named = self._describe(touched + [b.span_id for b in out.boosts])
+        for line in out.notes(lambda i: named.get(i, f"span {i}")):
+            trace.note("graph", line)
+        return list(out.candidates)
+
+    def _rerank(self, text: str, fused: list[Candidate], trace: _Trace) -> list[Candidate]:
+        rcfg = self.cfg.rerank
+        if not self.cfg.search.rerank or len(fused) < 2:
+            return fused
+        from llmc.models.reranker import reranker_from_config, span_passage
+        from llmc.search import rerank
+
+        try:
+            with trace.stage("load"):  # the first query of a process loads the model
+                model = reranker_from_config(rcfg)
+            with trace.stage("rerank"), self._threads.torch():
+                spans = self._store.spans_by_ids([c.span_id for c in fused[: rcfg.top_k]])
+                passages = {i: span_passage(s.span) for i, s in spans.items()}
+                out = rerank.rerank(
+                    text, fused, passages, model, rcfg.top_k, rcfg.blend, rcfg.blend_weight
+                )
+        except ModelError as e:
+            trace.warn(f"{e}: rerank is off")
+            return fused
+        named = self._describe([m[0] for m in out.moves[:5]])
+        moved = ", ".join(f"{named.get(i, i)} #{a}→#{b}" for i, a, b in out.moves[:5])
+        trace.note(
+            "rerank",
+            f"{model.model_id} ({rcfg.blend}) scored the top {out.scored} in {out.ms:.0f} ms"
+            + (f"; moved {moved}" if moved else "; order kept"),
+        )
+        return list(out.candidates)
+
+    def _llm_rerank(self, text: str, fused: list[Candidate], trace: _Trace) -> list[Candidate]:
+        lcfg = self.cfg.llm_rerank
+        if not self.cfg.search.llm_rerank or len(fused) < 2:
+            return fused
+        from llmc.search import llm_rerank
+
+        why = llm_rerank.gate(text, fused, lcfg)
+        if why is None:
+            trace.note("llm_rerank", "gate closed: short simple query, top scores apart")
+            return fused
+        from llmc.models.llm import get_llm
+
+        with trace.stage("llm_rerank"):
+            ids = [c.span_id for c in fused if not c.pinned][: lcfg.top_n]
+            out = llm_rerank.llm_rerank(
+                text, fused, self._store.spans_by_ids(ids), get_llm(self.cfg.llm), lcfg, why
+            )
+        if out.unavailable:
+            trace.warn(f"LLM rerank skipped: {out.reason}")
+        answer = f"; answer {out.answer!r}" if out.answer else ""
+        trace.note("llm_rerank", f"{out.reason} ({out.ms:.0f} ms){answer}")
+        return list(out.candidates)
+
+    def _describe(self, ids: Sequence[int]) -> dict[int, str]:
+        """Span id → ``path:line symbol``, for the trace."""
+        spans = self._store.spans_by_ids(list(dict.fromkeys(ids))) if ids else {}
+        return {
+            i: f"{s.span.path}:{s.span.start_line}" + (f" {s.span.symbol}" if s.span.symbol else "")
+            for i, s in spans.items()
+        }
 
     def _results(
         self, text: str, fused: Sequence[Candidate], k: int, trace: _Trace

@@ -204,6 +204,7 @@ class SearchResponse:
     warnings: tuple[str, ...] = ()
     highlight_terms: tuple[str, ...] = ()
     explain: Explain | None = None
+    hyde: Any = None  # search.hyde.HydeReport when the HyDE stage considered the query
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -216,6 +217,8 @@ class SearchResponse:
         }
         if self.explain is not None:
             out["explain"] = self.explain.to_json()
+        if self.hyde is not None and (self.hyde.used or self.explain is not None):
+            out["hyde"] = self.hyde.to_json()  # HyDE's diagnostics; why not, with --explain
         return out
 
 

@@ -1,0 +1,671 @@
+"""Adaptive HyDE: search with the answer the local LLM expects, when the query is vague.
+
+For a vague natural-language question (``gate``), the LLM (``llmc.models.llm``) writes
+``hyde.n`` hypothetical answers with a prompt per route: the code that would answer it
+(code route) or the documentation passage (docs route), capped near the median span
+length of that route. Then
+
+- each hypothesis is embedded with the corpus embedder as a passage (the corpus's own
+  prefix) and searched densely in its route's category; hits count from an adaptive
+  threshold: ``initial_threshold`` first, lowered by ``threshold_step`` down to
+  ``min_threshold`` until some hit reaches it (``step_down``). The hits of all hypotheses
+  of a category form one ``hyde.<category>`` list (by best cosine), fused with BM25 and
+  raw dense by the pipeline's fusion at weight ``hyde.weight`` (at 0, the default with the
+  small embedded model, it is searched for the diagnostics only: docs/hyde.md);
+- the BM25 lists are searched again with Rocchio expansion terms from the hypotheses
+  (``rocchio.py``), the original query terms weighted up, not a concatenation.
+
+Hypotheses are cached by (query, model, prompt version) in ``.llmc/hyde_cache.db``. They
+are never results and never passed on: only the trace (``HydeReport``: the text, latency,
+effective threshold, steps) shows them. An LLM that is missing, too slow or writes
+garbage leaves the lists as they were, with one warning line; nothing raises.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llmc.config import Config
+from llmc.errors import ConfigError, LlmcError
+from llmc.search import fusion, rocchio
+from llmc.search.hyde_cache import CACHE_NAME, HypothesisCache, cache_key
+from llmc.search.query import PASCAL_CASE, STOPWORDS, identifiers, paths
+from llmc.search.types import (
+    CODE_ROUTE,
+    DOCS_ROUTE,
+    INTENTS,
+    MIXED_ROUTE,
+    ROUTE_CATEGORY,
+    Hit,
+    RankedList,
+    RouteDecision,
+    list_name,
+)
+
+log = logging.getLogger(__name__)
+
+PROMPT_VERSION = "hyde-1"  # change it with the prompts: cached hypotheses then go unused
+MODES = ("auto", "always")
+MIN_TOKENS = 32  # the length cap never goes below this, however short the spans
+CHARS_PER_TOKEN = 3.5
+COOLDOWN_S = 30.0  # after the LLM was unavailable, HyDE rests this long (not after a timeout)
+_LONG_QUERY_WORDS = 7  # from this many words, a named identifier no longer blocks HyDE
+
+SYSTEM = {
+    CODE_ROUTE: "You are an expert {lang} programmer. Reply with {lang} code only, no prose.",
+    DOCS_ROUTE: "You write the documentation of a software project. Reply with the "
+    "documentation text only.",
+}
+PROMPT = {
+    CODE_ROUTE: "Write the {lang} code, about {lines} lines, that answers this question "
+    "about a code base:\n{query}",
+    DOCS_ROUTE: "Write the documentation section, about {lines} lines, that answers this "
+    "question about a {lang} project:\n{query}",
+}
+_LANG_NAMES = {
+    "python": "Python", "javascript": "JavaScript", "typescript": "TypeScript", "go": "Go",
+    "rust": "Rust", "java": "Java", "c": "C", "cpp": "C++", "c_sharp": "C#", "csharp": "C#",
+    "ruby": "Ruby", "php": "PHP", "kotlin": "Kotlin", "swift": "Swift", "scala": "Scala",
+    "bash": "shell", "lua": "Lua", "tsx": "TypeScript",
+}  # fmt: skip
+_NOT_PROGRAMS = frozenset({"toml", "yaml", "json", "ini", "text", "markdown", "rst", "csv"})
+
+_TRACEBACK = re.compile(r"Traceback \(most recent|File \"[^\"]+\", line \d+|^\s*at \S+\(\S+:\d+")
+_ERROR_CODE = re.compile(
+    r"\b(?:[A-Z]{1,5}-?\d{3,6}|0x[0-9A-Fa-f]{4,}|HTTP\s?[1-5]\d\d|(?:errno|exit code|"
+    r"status|error)\s*#?\d{2,})\b|\bE(?:NOENT|ACCES|PERM|INVAL|EXIST|AGAIN|PIPE|NOSPC|BADF|"
+    r"NOMEM|ISDIR|NOTDIR|MFILE|CONNREFUSED|CONNRESET|TIMEDOUT|ADDRINUSE)\b",
+    re.IGNORECASE,
+)
+_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Warning|Panic)\b")
+_QUOTED = re.compile(r"""^\s*(["'`]).+\1\s*$""")
+_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9']*")
+_FENCE = re.compile(r"^\s*```")
+# "Sure! Here's an example of the code:" and the like, before the answer proper.
+_PREAMBLE = re.compile(
+    r"^\s*(?:(?:sure|certainly|of course)\b[^\n:]*?[.!,]\s*)?here(?:'s| is| are)\b[^\n:]*:\s*",
+    re.IGNORECASE,
+)
+
+
+# -- pure parts ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Gate:
+    """Whether a query gets HyDE, and why (for the trace)."""
+
+    use: bool
+    reason: str
+
+
+def gate(query: str) -> Gate:
+    """HyDE helps vague natural-language questions; exact lookups are better served by
+    BM25 and the exact-symbol path, and a hypothesis would only blur them."""
+    if _TRACEBACK.search(query) or _ERROR_CODE.search(query):
+        return Gate(False, "error-code-shaped query")
+    exc = _EXCEPTION.search(query)
+    if exc:
+        return Gate(False, f"names the error `{exc.group(0)}`")
+    if _QUOTED.match(query):
+        return Gate(False, "quoted exact lookup")
+    named = paths(query)
+    if named:
+        return Gate(False, f"names a path `{named[0][0]}`")
+    words = [w for w in (t.strip(".,;:!?()[]{}'\"`") for t in query.split()) if w]
+    for ident in identifiers(query):
+        if not ident.code_shaped:
+            continue
+        if ident.why == PASCAL_CASE and len(words) > 4:
+            continue  # a product name (SQLite, GitHub) in a sentence
+        if len(words) < _LONG_QUERY_WORDS:
+            return Gate(False, f"identifier-shaped: `{ident.name}` ({ident.why})")
+    content = [w for w in words if w.lower() not in STOPWORDS]
+    if len(words) < 3 or len(content) < 2:
+        return Gate(False, "short exact lookup")
+    return Gate(True, "vague natural-language query")
+
+
+def thresholds(initial: float, step: float, minimum: float) -> list[float]:
+    """The thresholds tried, highest first: 0.7, 0.1, 0.3 → [0.7, 0.6, 0.5, 0.4, 0.3]."""
+    if minimum > initial:
+        raise ConfigError(
+            f"hyde.min_threshold ({minimum}) must not exceed hyde.initial_threshold ({initial})"
+        )
+    if step <= 0:
+        return [round(initial, 6)]
+    out: list[float] = []
+    i = 0
+    while True:
+        t = round(initial - i * step, 6)
+        if t < minimum - 1e-9:
+            return out
+        out.append(t)
+        i += 1
+
+
+def step_down(best: float | None, ladder: Sequence[float]) -> tuple[float | None, int]:
+    """``(effective threshold, steps down taken)`` for the best similarity found: the first
+    threshold ``best`` reaches; ``(None, len(ladder) - 1)`` when it reaches none."""
+    for steps, t in enumerate(ladder):
+        if best is not None and best >= t - 1e-9:
+            return t, steps
+    return None, max(len(ladder) - 1, 0)
+
+
+def garbage(text: str) -> str | None:
+    """Why a (cleaned) hypothesis is unusable, or None: empty, too short, no words, or a
+    loop of the same few tokens."""
+    tokens = _WORDS.findall(text)
+    if not text.strip():
+        return "empty answer"
+    if len(tokens) < 3:
+        return "too short"
+    letters = sum(ch.isalpha() for ch in text)
+    if letters < 0.3 * len("".join(text.split())):
+        return "hardly any words"
+    if len(tokens) >= 20 and len({t.lower() for t in tokens}) < 0.15 * len(tokens):
+        return "repeats itself"
+    return None
+
+
+def clean(text: str) -> str:
+    """A hypothesis as embedded: a "Here is ...:" preamble, code fences and repeated lines
+    (small models loop) gone."""
+    out: list[str] = []
+    seen: set[str] = set()
+    text = _PREAMBLE.sub("", text.replace("\r\n", "\n"), count=1)
+    for line in text.split("\n"):
+        if _FENCE.match(line):
+            continue
+        key = line.strip()
+        if key and key in seen:
+            continue
+        seen.add(key)
+        out.append(line.rstrip())
+    return "\n".join(out).strip()
+
+
+def plan(decision: RouteDecision, n: int) -> list[str]:
+    """The route of each hypothesis: the favoured route's; for a mixed query they
+    alternate, favoured first, between the routes the decision searches."""
+    favoured, other = (
+        (CODE_ROUTE, DOCS_ROUTE) if decision.p_code >= 0.5 else (DOCS_ROUTE, CODE_ROUTE)
+    )
+    if decision.weight(favoured) <= 0:
+        favoured, other = other, favoured
+    routes = [favoured]
+    if decision.intent == MIXED_ROUTE and decision.weight(other) > 0:
+        routes.append(other)
+    return [routes[i % len(routes)] for i in range(max(0, n))]
+
+
+def check(cfg: Config) -> None:
+    """ConfigError for settings HyDE cannot work with."""
+    h = cfg.hyde
+    if h.mode not in MODES:
+        raise ConfigError(f"hyde.mode must be one of {', '.join(MODES)}, got {h.mode!r}")
+    bad = [i for i in h.intents if i not in INTENTS]
+    if bad:
+        raise ConfigError(f"hyde.intents: unknown intent(s) {bad} (known: {', '.join(INTENTS)})")
+    if h.n < 1:
+        raise ConfigError(f"hyde.n must be at least 1, got {h.n}")
+    if h.max_tokens < 1:
+        raise ConfigError(f"hyde.max_tokens must be at least 1, got {h.max_tokens}")
+    thresholds(h.initial_threshold, h.threshold_step, h.min_threshold)
+
+
+# -- records ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Hypothesis:
+    """One hypothetical answer: diagnostics only, never a result."""
+
+    route: str
+    seed: int
+    text: str
+    latency_ms: float
+    cached: bool
+    tokens: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "route": self.route,
+            "seed": self.seed,
+            "text": self.text,
+            "latency_ms": round(self.latency_ms, 1),
+            "cached": self.cached,
+            "tokens": self.tokens,
+        }
+
+
+@dataclass(frozen=True)
+class ThresholdStep:
+    """The adaptive threshold of one category's HyDE dense search."""
+
+    category: str
+    threshold: float | None  # effective; None: nothing reached min_threshold
+    steps: int  # steps down from initial_threshold
+    hits: int  # hits kept at the effective threshold
+    best: float  # the best cosine of any hypothesis
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "category": self.category,
+            "threshold": self.threshold,
+            "steps": self.steps,
+            "hits": self.hits,
+            "best": round(self.best, 4),
+        }
+
+
+@dataclass(frozen=True)
+class HydeReport:
+    """What HyDE did for one query (``--explain``, the ``hyde`` object of ``--json``)."""
+
+    used: bool
+    reason: str
+    model: str = ""
+    hypotheses: tuple[Hypothesis, ...] = ()
+    thresholds: tuple[ThresholdStep, ...] = ()
+    # BM25 terms the hypotheses added (weight < 1) or weighted up (query terms, > 1)
+    expansion: dict[str, float] = field(default_factory=dict)
+    llm_ms: float = 0.0  # generation time of this query (0 when all were cached)
+    took_ms: float = 0.0  # the whole stage: LLM, embedding, searches
+    dense_best: float | None = None  # the best raw dense cosine before HyDE (None: no dense)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "used": self.used,
+            "reason": self.reason,
+            "model": self.model,
+            "hypotheses": [h.to_json() for h in self.hypotheses],
+            "thresholds": [t.to_json() for t in self.thresholds],
+            "expansion": {t: round(w, 4) for t, w in self.expansion.items()},
+            "llm_ms": round(self.llm_ms, 1),
+            "took_ms": round(self.took_ms, 1),
+            "dense_best": None if self.dense_best is None else round(self.dense_best, 4),
+        }
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The stage's answer: the lists to fuse, the report, warnings and trace notes."""
+
+    lists: list[RankedList]
+    report: HydeReport
+    warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """What the stage needs to know of the index: the main programming language and each
+    category's length cap (tokens) for hypotheses."""
+
+    lang: str
+    span_tokens: dict[str, int]
+
+
+# -- the stage -------------------------------------------------------------------------------
+Embed = Callable[[str, Sequence[str]], Any]  # (category, texts) → vectors, or None (dense off)
+
+
+class HydeStage:
+    """Adaptive HyDE for one Searcher: holds the LLM handle, the cache and the corpus
+    profile; ``run`` is called once per query by the pipeline's retrieve step."""
+
+    def __init__(self, root: Path, cfg: Config):
+        self.root = Path(root)
+        self.cfg = cfg
+        self._llm: Any = None
+        self._failed: tuple[float, str] | None = None  # (monotonic time, why)
+        self._corpus: tuple[int, Corpus] | None = None  # (store generation, profile)
+        self.cache = HypothesisCache(self.root / ".llmc" / CACHE_NAME)
+
+    # -- decisions ---------------------------------------------------------------------------
+    def decide(self, query: str, decision: RouteDecision, dense_best: float | None = None) -> Gate:
+        """Gate by the query's shape, the router's intent and how well raw dense retrieval
+        already did (auto), or always."""
+        h = self.cfg.hyde
+        if h.mode == "always":
+            return Gate(True, "hyde.mode = always (or --hyde)")
+        shaped = gate(query)
+        if not shaped.use:
+            return shaped
+        if decision.intent not in h.intents:
+            return Gate(False, f"{decision.intent} intent: not in hyde.intents")
+        if dense_best is not None and dense_best >= h.dense_below:
+            return Gate(
+                False,
+                f"raw dense found cosine {dense_best:.2f} >= hyde.dense_below {h.dense_below:g}",
+            )
+        return shaped
+
+    # -- run ---------------------------------------------------------------------------------
+    def run(
+        self,
+        query: str,
+        decision: RouteDecision,
+        lists: Sequence[RankedList],
+        *,
+        store: Any,
+        lexical: Any,
+        embed: Embed,
+        depth: int,
+    ) -> Outcome:
+        started = time.perf_counter()
+        lists = list(lists)
+        try:
+            check(self.cfg)
+        except ConfigError as e:
+            return Outcome(lists, HydeReport(False, str(e)), (f"hyde skipped: {e}",))
+        dense_best = max((r.top_score for r in lists if r.name.startswith("dense.")), default=None)
+        verdict = self.decide(query, decision, dense_best)
+        if not verdict.use:
+            report = HydeReport(False, verdict.reason, dense_best=dense_best)
+            return Outcome(lists, report, notes=(verdict.reason,))
+        warnings: list[str] = []
+        notes: list[str] = [verdict.reason]
+        corpus = self._profile(store)
+        hyps, model, llm_ms, why = self._hypotheses(query, decision, corpus)
+        if not hyps:
+            warnings.append(f"hyde skipped: {why}; plain retrieval")
+            report = HydeReport(
+                False, why, model, llm_ms=llm_ms, took_ms=_ms(started), dense_best=dense_best
+            )
+            return Outcome(lists, report, tuple(warnings), tuple(notes))
+        if why:
+            notes.append(why)
+        added, steps = self._dense_lists(store, embed, hyps, depth, notes, warnings)
+        expansion: dict[str, float] = {}
+        if self.cfg.hyde.rocchio and lexical is not None:
+            try:
+                lists, expansion = self._expand_bm25(query, hyps, lists, lexical, depth)
+            except LlmcError as e:
+                warnings.append(f"hyde BM25 expansion skipped: {e}")
+            if expansion:
+                extra = [t for t, w in expansion.items() if w < 1.0]
+                notes.append(
+                    f"BM25 expanded with {len(extra)} Rocchio term(s): {', '.join(extra[:10])}"
+                )
+        report = HydeReport(
+            used=True,
+            reason=verdict.reason,
+            model=model,
+            hypotheses=tuple(hyps),
+            thresholds=tuple(steps),
+            expansion=expansion,
+            llm_ms=llm_ms,
+            took_ms=_ms(started),
+            dense_best=dense_best,
+        )
+        return Outcome(_insert(lists, added), report, tuple(warnings), tuple(notes))
+
+    # -- hypotheses ----------------------------------------------------------------------------
+    def _get_llm(self) -> Any:
+        if self._llm is None:
+            from llmc.models.llm import get_llm
+
+            self._llm = get_llm(self.cfg.llm)
+        return self._llm
+
+    def _hypotheses(
+        self, query: str, decision: RouteDecision, corpus: Corpus
+    ) -> tuple[list[Hypothesis], str, float, str]:
+        """``(usable hypotheses, model, generation ms, why some or all are missing)``."""
+        from llmc.models.llm import LLMTimeout, LLMUnavailable
+
+        h = self.cfg.hyde
+        if self._failed is not None and time.monotonic() - self._failed[0] < COOLDOWN_S:
+            ago = time.monotonic() - self._failed[0]
+            why = f"the LLM failed {ago:.0f}s ago ({self._failed[1]}); retry after {COOLDOWN_S:g}s"
+            return [], "", 0.0, why
+        try:
+            llm = self._get_llm()
+        except LlmcError as e:
+            return [], "", 0.0, f"no LLM ({e})"
+        model = f"{llm.provider}:{llm.model}"
+        sampled = h.n > 1
+        temperature = h.temperature if sampled else 0.0
+        deadline = time.monotonic() + h.timeout_s
+        out: list[Hypothesis] = []
+        problems: list[str] = []
+        llm_ms = 0.0
+        for seed, route in enumerate(plan(decision, h.n)):
+            category = ROUTE_CATEGORY[route]
+            cap = corpus.span_tokens.get(category, h.max_tokens)
+            lang = corpus.lang
+            key = cache_key(
+                query, model, PROMPT_VERSION, route=route, lang=lang, max_tokens=cap,
+                temperature=temperature, seed=seed if sampled else None,
+            )  # fmt: skip
+            cached = self.cache.get(key) if h.cache else None
+            if cached is not None:
+                text, latency, tokens, hit = cached[0], cached[1], None, True
+            else:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    problems.append(
+                        f"the LLM time budget (hyde.timeout_s = {h.timeout_s:g}s) ran out"
+                    )
+                    break
+                lines = max(3, round(cap * CHARS_PER_TOKEN / 40))
+                try:
+                    g = llm.generate(
+                        PROMPT[route].format(lang=lang, lines=lines, query=query),
+                        system=SYSTEM[route].format(lang=lang),
+                        max_tokens=cap,
+                        temperature=temperature,
+                        timeout=left,
+                        seed=seed if sampled else None,
+                    )
+                except LLMTimeout:  # slow, not down: the next query tries again
+                    problems.append(f"the LLM took longer than hyde.timeout_s = {h.timeout_s:g}s")
+                    break
+                except LLMUnavailable as e:
+                    self._failed = (time.monotonic(), str(e))
+                    problems.append(str(e))
+                    break
+                except Exception as e:  # noqa: BLE001 - a provider bug must not break search
+                    self._failed = (time.monotonic(), type(e).__name__)
+                    problems.append(f"the LLM failed: {type(e).__name__}: {e}")
+                    break
+                text, latency, tokens, hit = g.text, g.latency_ms, g.tokens, False
+                llm_ms += g.latency_ms
+                if h.cache:
+                    self.cache.put(key, query, model, PROMPT_VERSION, text, latency)
+            cleaned = clean(text)
+            bad = garbage(cleaned)
+            if bad:
+                problems.append(f"the LLM's answer was unusable ({bad})")
+                continue
+            out.append(Hypothesis(route, seed if sampled else 0, cleaned, latency, hit, tokens))
+        why = "; ".join(dict.fromkeys(problems))
+        return out, model, llm_ms, why
+
+    # -- dense -------------------------------------------------------------------------------
+    def _dense_lists(
+        self,
+        store: Any,
+        embed: Embed,
+        hyps: Sequence[Hypothesis],
+        depth: int,
+        notes: list[str],
+        warnings: list[str],
+    ) -> tuple[list[RankedList], list[ThresholdStep]]:
+        """The ``hyde.<category>`` lists to fuse (none at weight 0) and every category's
+        threshold steps (recorded at any weight)."""
+        added: list[RankedList] = []
+        steps: list[ThresholdStep] = []
+        for route in dict.fromkeys(hyp.route for hyp in hyps):
+            category = ROUTE_CATEGORY[route]
+            texts = [hyp.text for hyp in hyps if hyp.route == route]
+            try:
+                ranked, step = self._dense(store, embed, category, texts, depth)
+            except LlmcError as e:
+                warnings.append(f"hyde dense search of {category} skipped: {e}")
+                continue
+            if step is None:  # dense search is off
+                continue
+            steps.append(step)
+            found = f"threshold {step.threshold:g}" if step.threshold is not None else "nothing"
+            notes.append(
+                f"{ranked.name}: best cosine {step.best:.3f}, {step.steps} step(s) down: "
+                f"{found}, {step.hits} hits"
+                + ("" if self.cfg.hyde.weight > 0 else " (hyde.weight 0: not fused)")
+            )
+            if ranked.hits and self.cfg.hyde.weight > 0:
+                added.append(ranked)
+        return added, steps
+
+    def _dense(
+        self, store: Any, embed: Embed, category: str, texts: Sequence[str], depth: int
+    ) -> tuple[RankedList, ThresholdStep | None]:
+        """One ``hyde.<category>`` list: each hypothesis's KNN hits at the effective
+        threshold, merged by best cosine. (Searching the mean of the hypotheses' and the
+        query's vectors instead, as the HyDE paper does, measured worse: docs/hyde.md.)"""
+        from llmc.errors import StoreError
+
+        h = self.cfg.hyde
+        name = list_name("hyde", category)
+        vectors = embed(category, list(texts))
+        if vectors is None:
+            return RankedList(name, ()), None
+        started = time.perf_counter()
+        per_hyp: list[list[tuple[int, float]]] = []
+        for vector in vectors:
+            try:
+                per_hyp.append(store.knn(category, vector, depth))
+            except Exception as e:  # sqlite3 / sqlite-vec errors have no common base
+                raise StoreError(f"vector search failed: {e}") from e
+        best = max((s for hits in per_hyp for _, s in hits), default=None)
+        ladder = thresholds(h.initial_threshold, h.threshold_step, h.min_threshold)
+        threshold, steps = step_down(best, ladder)
+        kept = [
+            RankedList(name, tuple(Hit(i, s) for i, s in hits if s >= threshold - 1e-9))
+            for hits in per_hyp
+            if threshold is not None
+        ]
+        merged = fusion.merge_lists(name, kept) if kept else RankedList(name, ())
+        merged = RankedList(name, merged.hits, (time.perf_counter() - started) * 1000)
+        step = ThresholdStep(category, threshold, steps, len(merged.hits), best or 0.0)
+        return merged, step
+
+    # -- BM25 --------------------------------------------------------------------------------
+    def _expand_bm25(
+        self,
+        query: str,
+        hyps: Sequence[Hypothesis],
+        lists: list[RankedList],
+        lexical: Any,
+        depth: int,
+    ) -> tuple[list[RankedList], dict[str, float]]:
+        """Search each BM25 list's category again with the Rocchio-expanded query."""
+        from llmc.search import retrieve
+        from llmc.store.tokens import code_tokens
+
+        h = self.cfg.hyde
+        surface: dict[str, str] = {}
+        memo: dict[str, str | None] = {}
+
+        def analysed(text: str) -> list[str]:
+            out = []
+            for tok in code_tokens(text):
+                if tok not in memo:
+                    terms = lexical.query_terms(tok)
+                    memo[tok] = terms[0] if terms else None
+                term = memo[tok]
+                if term:
+                    surface.setdefault(term, tok)
+                    out.append(term)
+            return out
+
+        q_terms = list(dict.fromkeys(analysed(query)))
+        docs = [analysed(hyp.text) for hyp in hyps]
+        candidates = {t for d in docs for t in d if rocchio.keep_term(t)} - set(q_terms)
+        try:
+            df = lexical.document_frequencies(sorted(candidates))
+            n_docs = lexical.num_docs()
+        except (ValueError, OSError, RuntimeError) as e:
+            from llmc.errors import StoreError
+
+            raise StoreError(f"lexical statistics failed: {e}") from e
+        weights = rocchio.expand(
+            q_terms, docs, df, n_docs, h.rocchio_alpha, h.rocchio_beta, h.max_terms,
+            h.rocchio_max_df,
+        )  # fmt: skip
+        extra = {surface[t]: w for t, w in weights.items() if w != 1.0}
+        if not extra:  # no expansion term, no query term weighted up: BM25 as it was
+            return lists, {}
+        out = []
+        for ranked in lists:
+            kind, _, category = ranked.name.partition(".")
+            if kind == "bm25" and category:
+                ranked = retrieve.bm25(lexical, query, category, depth, extra_terms=extra)
+            out.append(ranked)
+        return out, extra
+
+    # -- corpus ------------------------------------------------------------------------------
+    def _profile(self, store: Any) -> Corpus:
+        """The main programming language and per-category length caps, per generation."""
+        generation = getattr(store, "generation", 0)
+        if self._corpus is not None and self._corpus[0] == generation:
+            return self._corpus[1]
+        cap = self.cfg.hyde.max_tokens
+        lang, caps = "Python", {}
+        try:
+            rows = store.conn.execute(
+                "SELECT lang, count(*) FROM spans WHERE category = 'code' AND lang IS NOT NULL "
+                "GROUP BY lang ORDER BY 2 DESC"
+            ).fetchall()
+            programs = [r[0] for r in rows if r[0] not in _NOT_PROGRAMS]
+            if programs:
+                lang = _LANG_NAMES.get(programs[0], programs[0].title())
+            for category in ROUTE_CATEGORY.values():
+                sizes = [
+                    r[0]
+                    for r in store.conn.execute(
+                        "SELECT length(text) FROM spans WHERE category = ?", (category,)
+                    )
+                ]
+                if sizes:
+                    tokens = round(statistics.median(sizes) / CHARS_PER_TOKEN)
+                    caps[category] = max(MIN_TOKENS, min(cap, tokens))
+        except Exception as e:  # noqa: BLE001 - a profile is a nicety; defaults do
+            log.debug("hyde: corpus profile failed (%s); defaults used", e)
+        corpus = Corpus(lang, {c: caps.get(c, cap) for c in ROUTE_CATEGORY.values()})
+        self._corpus = (generation, corpus)
+        return corpus
+
+
+def _insert(lists: list[RankedList], added: Sequence[RankedList]) -> list[RankedList]:
+    """``added`` after the other retrievers' lists, before ``exact``."""
+    head = [r for r in lists if r.name != "exact"]
+    return head + list(added) + [r for r in lists if r.name == "exact"]
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
+__all__ = [
+    "PROMPT_VERSION",
+    "Gate",
+    "HydeReport",
+    "HydeStage",
+    "Hypothesis",
+    "Outcome",
+    "ThresholdStep",
+    "check",
+    "clean",
+    "garbage",
+    "gate",
+    "plan",
+    "step_down",
+    "thresholds",
+]
