@@ -315,14 +315,11 @@ def _hyde_overrides(hyde: bool | None) -> dict[str, Any]:
 
 
 def _second_stage_overrides(
-    no_graph: bool, no_rerank: bool, llm_rerank: bool | None
+    graph: bool | None, rerank: bool | None, llm_rerank: bool | None
 ) -> dict[str, Any]:
-    """--no-graph, --no-rerank: those stages off; --llm-rerank: the LLM reranks every
-    query, ungated; --no-llm-rerank: that stage off."""
-    out: dict[str, Any] = {
-        "search.graph": False if no_graph else None,
-        "search.rerank": False if no_rerank else None,
-    }
+    """--graph/--no-graph, --rerank/--no-rerank: those stages on or off; --llm-rerank: the
+    LLM reranks every query, ungated; --no-llm-rerank: that stage off. None: as configured."""
+    out: dict[str, Any] = {"search.graph": graph, "search.rerank": rerank}
     if llm_rerank is not None:
         out["search.llm_rerank"] = llm_rerank
         if llm_rerank:
@@ -459,8 +456,13 @@ def _stdin_queries():
     "--hyde/--no-hyde", default=None,
     help="HyDE for every query, ungated / switched off (search.hyde, hyde.mode).",
 )  # fmt: skip
-@click.option("--no-graph", is_flag=True, help="No graph expansion or priors (search.graph).")
-@click.option("--no-rerank", is_flag=True, help="No cross-encoder rerank (search.rerank).")
+@click.option(
+    "--graph/--no-graph", default=None,
+    help="Graph-neighbor expansion and priors on / off (search.graph).",
+)  # fmt: skip
+@click.option(
+    "--rerank/--no-rerank", default=None, help="Cross-encoder rerank on / off (search.rerank).",
+)  # fmt: skip
 @click.option(
     "--llm-rerank/--no-llm-rerank", default=None,
     help="LLM listwise rerank for every query, ungated / switched off (search.llm_rerank).",
@@ -473,7 +475,7 @@ def _stdin_queries():
 def search_cmd(
     query: str, k: int | None, route: str | None, as_json: bool, explain: bool,
     repo: Path | None, no_bm25: bool, no_dense: bool, no_routing: bool, no_exact: bool,
-    fusion: str | None, hyde: bool | None, no_graph: bool, no_rerank: bool,
+    fusion: str | None, hyde: bool | None, graph: bool | None, rerank: bool | None,
     llm_rerank: bool | None, verbose: int,
 ) -> None:  # fmt: skip
     """Search code and docs for QUERY; `-` reads one query per stdin line (batch mode).
@@ -489,7 +491,7 @@ def search_cmd(
     _setup_logging(verbose)
     root = _repo_root(repo)
     overrides = _search_overrides(no_bm25, no_dense, no_routing, no_exact, fusion)
-    overrides |= _hyde_overrides(hyde) | _second_stage_overrides(no_graph, no_rerank, llm_rerank)
+    overrides |= _hyde_overrides(hyde) | _second_stage_overrides(graph, rerank, llm_rerank)
     cfg = load_config(root, overrides)
     batch = query == "-"
     from llmc.daemon.client import try_daemon  # a running daemon answers warm (llmc/daemon)

@@ -109,7 +109,7 @@ class SearchConfig:
     dense: bool = True
     routing: bool = True
     graph: bool = False  # graph-neighbor expansion and graph priors ([expand]); off: no graph read
-    rerank: bool = False  # cross-encoder rerank of the top fused results ([rerank])
+    rerank: bool = True  # cross-encoder rerank of the top fused results ([rerank])
     llm_rerank: bool = False  # LLM listwise rerank of the top few, gated ([llm_rerank])
     dense_floor: float = 0.2  # a route "found something" if a dense hit reaches this cosine
     bm25_weight: float = 1.0  # per-list fusion weights, times the router's route weight
@@ -164,7 +164,7 @@ class RerankConfig:
     top_k: int = 20  # rerank this many fused results; the rest keep their order below them
     batch_size: int = 32  # (query, span) pairs per forward pass
     blend: str = "blend"  # blend: mix with the fused score | replace: rerank score alone orders
-    blend_weight: float = 0.5  # blend: w * reranker score + (1 - w) * fused, both min-max scaled
+    blend_weight: float = 0.3  # blend: w * reranker probability + (1 - w) * fused / top fused
     max_length: int = 128  # tokens per (query, span) pair; longer spans are cut (trained at 128)
     device: str = "auto"  # auto (cuda > mps > cpu) | cuda | mps | cpu
     precision: str = "auto"  # auto: fp16 on CUDA, bf16 on CPUs with AVX512-BF16/AMX, else fp32

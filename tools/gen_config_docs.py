@@ -36,7 +36,7 @@ def comments() -> dict[tuple[str, str], str]:
             text = ""
             last = lines[stmt.end_lineno - 1]
             m = re.search(r"#\s*(.*)$", last)
-            if m and '"' not in last[last.index("#"):]:
+            if m and '"' not in last[last.index("#") :]:
                 text = m.group(1).strip()
             above = []
             i = stmt.lineno - 2
@@ -64,9 +64,12 @@ def sections():
             continue
         obj = getattr(cfg, f.name)
         doc = (type(obj).__doc__ or "").strip().splitlines()[0] if type(obj).__doc__ else ""
-        yield f.name, type(obj).__name__, doc, [
-            (g.name, getattr(obj, g.name)) for g in dataclasses.fields(obj)
-        ]
+        yield (
+            f.name,
+            type(obj).__name__,
+            doc,
+            [(g.name, getattr(obj, g.name)) for g in dataclasses.fields(obj)],
+        )
 
 
 def main() -> None:

@@ -142,9 +142,9 @@ for _prior, _weight in PRIOR_TRIALS.items():
     )
 _register_stage_on("rerank", {"search.rerank": True}, "cross-encoder rerank on")
 _register_stage_on(
-    "rerank-blend",
-    {"search.rerank": True, "rerank.blend": "blend"},
-    "cross-encoder rerank, blended with the fused score",
+    "rerank-replace",
+    {"search.rerank": True, "rerank.blend": "replace"},
+    "cross-encoder rerank, its score alone ordering the top k",
 )
 _register_stage_on(
     "llm-rerank", {"search.llm_rerank": True}, "LLM listwise rerank on, behind its gate"

@@ -5,10 +5,10 @@
    split by time (the newest held out); the rest at random within each intent (seeded).
 2. Fusion and route weights (``SPACE``): greedy steepest ascent over a grid of values from
    the current config (at most ``MAX_MOVES`` moves), on the training queries, with the
-   real search pipeline. A move must
-   raise mean nDCG@10 by ``MIN_GAIN`` *and* improve ``MIN_NET_WINS`` more queries than it
-   worsens (``better``), so a couple of queries with large swings cannot carry it. Texts
-   are embedded once per query (``memo_embeddings``); every other stage runs for real.
+   real search pipeline. A move must raise mean nDCG@10 by ``MIN_GAIN`` *and* improve
+   more queries than it worsens beyond chance (one-sided sign test, ``better``), so a
+   couple of queries with large swings cannot carry it. Each text is embedded and each
+   (query, passage) pair reranked once (``memo_embeddings``); all else runs for real.
 3. Intent classifier (``intent_model``): trained on the training queries' intents, gated
    where out of fold it beats the heuristic's route accuracy; then, per intent, kept only
    where models trained without a query raised that query's nDCG@10 over the heuristic
@@ -52,10 +52,11 @@ SPACE: dict[str, tuple[Any, ...]] = {
     "search.test_weight": (0.1, 0.25, 0.5, 0.75, 1.0),
     "hyde.weight": (0.5, 0.75, 1.0, 1.5, 2.0),
     "search.fusion": ("rrf", "weighted"),
+    "search.rerank": (False, True),  # the cross-encoder stage, blended with the fused score
+    "rerank.blend_weight": (0.3, 0.5, 0.7),
 }
 MIN_GAIN = 0.002  # mean nDCG@10 a change must add on the training queries
-MIN_NET_WINS = 2  # ... and queries it improves minus queries it worsens
-PARTS = 3  # ... and it loses in none of this many interleaved parts of the queries
+MAX_SIGN_P = 0.05  # ... and it improves more queries than it worsens, beyond chance
 MAX_MOVES = 4  # changed keys at most (a key may move twice)
 K = 10
 
@@ -92,17 +93,21 @@ def split_queries(qs: QuerySet, holdout: float, seed: int = 0) -> Split:
 
 @contextlib.contextmanager
 def memo_embeddings() -> Iterator[dict]:
-    """While tuning, embed each text once per model: the query (and HyDE's hypotheses) are
-    the same under every candidate weighting. Patches the sentence-transformers embedder
-    class of ``llmc.models.embedder`` in this process only, and restores it."""
-    from llmc.models.embedder import SentenceTransformerEmbedder as cls
+    """While tuning, run each model once per input: a query's embedding (and HyDE's
+    hypotheses') and the reranker's score of a (query, passage) pair are the same under
+    every candidate weighting. Patches the sentence-transformers embedder and the
+    cross-encoder reranker classes in this process only, and restores them."""
+    from llmc.models.embedder import SentenceTransformerEmbedder as embedder_cls
+    from llmc.models.reranker import CrossEncoderReranker as reranker_cls
 
-    originals = {"embed_queries": cls.embed_queries, "embed_passages": cls.embed_passages}
+    originals = {
+        (embedder_cls, "embed_queries"): embedder_cls.embed_queries,
+        (embedder_cls, "embed_passages"): embedder_cls.embed_passages,
+        (reranker_cls, "score"): reranker_cls.score,
+    }
     cache: dict[tuple, Any] = {}
 
-    def wrap(name: str) -> Callable:
-        original = originals[name]
-
+    def embed(name: str, original: Callable) -> Callable:
         def cached(self: Any, texts: Sequence[str], *args: Any, **kwargs: Any) -> Any:
             if args or kwargs:  # progress callbacks: indexing, not a query
                 return original(self, texts, *args, **kwargs)
@@ -113,12 +118,23 @@ def memo_embeddings() -> Iterator[dict]:
 
         return cached
 
-    for name in originals:
-        setattr(cls, name, wrap(name))
+    def score(original: Callable) -> Callable:
+        def cached(self: Any, query: str, texts: list[str]) -> list[float]:
+            model = str(getattr(self, "model_id", id(self)))
+            missing = list(dict.fromkeys(t for t in texts if ("rr", model, query, t) not in cache))
+            if missing:
+                for t, v in zip(missing, original(self, query, missing), strict=True):
+                    cache[("rr", model, query, t)] = v
+            return [cache[("rr", model, query, t)] for t in texts]
+
+        return cached
+
+    for (cls, name), fn in originals.items():
+        setattr(cls, name, score(fn) if name == "score" else embed(name, fn))
     try:
         yield cache
     finally:
-        for name, fn in originals.items():
+        for (cls, name), fn in originals.items():
             setattr(cls, name, fn)
 
 
@@ -191,18 +207,21 @@ class Evaluated:
         }
 
 
+def sign_p(wins: int, losses: int) -> float:
+    """One-sided sign test: P(at least ``wins`` of ``wins + losses`` fair coin flips)."""
+    n = wins + losses
+    return sum(math.comb(n, i) for i in range(wins, n + 1)) / 2.0**n if n else 1.0
+
+
 def better(new: Sequence[float], old: Sequence[float], min_gain: float = MIN_GAIN) -> bool:
-    """A move worth taking: a mean per-query gain of at least ``min_gain``, ``MIN_NET_WINS``
-    more queries improved than worsened, and no loss in any of ``PARTS`` interleaved parts
-    of the queries: a consistent gain, not one carried by a few queries with large swings
-    (picking the best of ~40 noisy candidates otherwise overfits a few dozen queries)."""
+    """A move worth taking: a mean per-query gain of at least ``min_gain``, *and* more
+    queries improved than worsened beyond chance (one-sided sign test, p <= ``MAX_SIGN_P``).
+    Picking the best of ~40 candidates on a few dozen queries otherwise mostly fits noise:
+    a gain carried by two or three queries with large swings is not taken."""
     deltas = [a - b for a, b in zip(new, old, strict=True)]
     wins = sum(d > 1e-9 for d in deltas)
     losses = sum(d < -1e-9 for d in deltas)
-    if _mean(deltas) < min_gain or wins - losses < MIN_NET_WINS:
-        return False
-    parts = [deltas[i::PARTS] for i in range(min(PARTS, len(deltas)))]
-    return all(sum(part) >= -1e-9 for part in parts)
+    return _mean(deltas) >= min_gain and sign_p(wins, losses) <= MAX_SIGN_P
 
 
 def search_weights(

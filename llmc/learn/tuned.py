@@ -42,7 +42,9 @@ TUNABLE_KEYS = (
     "search.route_drop_confidence",
     "search.test_weight",
     "search.fusion",
+    "search.rerank",
     "hyde.weight",
+    "rerank.blend_weight",
     "rerank.model",
 )
 

@@ -10,6 +10,9 @@ Prompt (``build_prompt``): the query and the top ``top_n`` unpinned candidates, 
 model judges only from that text, at temperature 0, and answers with a permutation, as a
 JSON list (``[3, 1, 2]``) or a chain (``3 > 1 > 2``).
 
+Budget: the call's timeout is ``budget_ms``, and a call that ``Pace`` predicts (from this
+LLM's earlier calls in the process) to take longer is not made.
+
 Validation (``parse_permutation``): every id exactly once, no unknown ids. Anything else (no
 permutation, duplicates, unknown or missing ids, an LLM error, a timeout past the latency
 budget ``budget_ms``) keeps the previous order, and the reason is logged and traced.
@@ -46,6 +49,36 @@ CONNECTIVES = re.compile(
 )
 MAX_LINE_CHARS = 160
 MIN_ITEMS = 2
+
+
+class Pace:
+    """How fast each LLM has read prompts in this process (characters per second of a whole
+    call, an exponential average), so a call the budget cannot fit is not made at all.
+
+    A provider can stop generating at its timeout but not while it reads the prompt (the
+    embedded llama.cpp does not), so a timeout alone does not bound the stage's latency.
+    """
+
+    def __init__(self, smoothing: float = 0.5):
+        self.smoothing = smoothing
+        self._rate: dict[tuple[str, str], float] = {}
+
+    @staticmethod
+    def _key(llm: Any) -> tuple[str, str]:
+        return (str(getattr(llm, "provider", "")), str(getattr(llm, "model", "")))
+
+    def predict_ms(self, llm: Any, chars: int) -> float | None:
+        rate = self._rate.get(self._key(llm))
+        return None if rate is None else chars / rate * 1000.0
+
+    def observe(self, llm: Any, chars: int, ms: float) -> None:
+        rate = chars / max(ms, 1.0) * 1000.0
+        old = self._rate.get(self._key(llm))
+        new = rate if old is None else self.smoothing * rate + (1 - self.smoothing) * old
+        self._rate[self._key(llm)] = new
+
+
+PACE = Pace()  # one per process: the daemon and an eval run learn it once
 
 
 class BadPermutation(ValueError):
@@ -174,9 +207,11 @@ def llm_rerank(
     llm: Any,
     cfg: LLMRerankConfig,
     why: str,
+    pace: Pace = PACE,
 ) -> Listwise:
     """Ask ``llm`` to order the top ``cfg.top_n`` unpinned candidates; ``why``: the gate's
-    reason, kept in the trace. Any failure keeps the order, with the reason."""
+    reason, kept in the trace. Any failure keeps the order, with the reason. ``pace``
+    skips a call predicted to take longer than ``cfg.budget_ms``."""
     cands = list(candidates)
     head = [c for c in cands if c.pinned]
     others = [c for c in cands if not c.pinned and c.span_id in spans]
@@ -186,6 +221,14 @@ def llm_rerank(
     prompt = build_prompt(query, [spans[c.span_id].span for c in window], cfg.snippet_lines)
     started = time.perf_counter()
     budget = max(0.001, cfg.budget_ms / 1000.0)
+    chars = len(prompt) + len(SYSTEM)
+    predicted = pace.predict_ms(llm, chars)
+    if predicted is not None and predicted > cfg.budget_ms:
+        reason = (
+            f"{why}; skipped: this LLM would take about {predicted:.0f} ms for the prompt, "
+            f"past the {cfg.budget_ms:.0f} ms budget"
+        )
+        return _kept(cands, reason, started)
     try:
         answer = llm.generate(
             prompt,
@@ -197,11 +240,13 @@ def llm_rerank(
             seed=0,
         ).text
     except LLMTimeout as e:
+        pace.observe(llm, chars, (time.perf_counter() - started) * 1000)
         reason = f"{why}; timeout past the {cfg.budget_ms:.0f} ms budget ({e})"
         return _kept(cands, reason, started, unavailable=True)
     except LLMUnavailable as e:
         return _kept(cands, f"{why}; LLM unavailable ({e})", started, unavailable=True)
     ms = (time.perf_counter() - started) * 1000
+    pace.observe(llm, chars, ms)
     if ms > cfg.budget_ms:
         return _kept(cands, f"{why}; answered in {ms:.0f} ms, past the budget", started, answer)
     try:
@@ -244,8 +289,10 @@ def _kept(
 
 __all__ = [
     "LLM_RERANK",
+    "PACE",
     "BadPermutation",
     "Listwise",
+    "Pace",
     "build_prompt",
     "gate",
     "llm_rerank",

@@ -141,6 +141,11 @@ class Searcher:
                         with self._threads.torch():
                             retrieve.embed_query(embedder, "warm up")
                 self._threads.rescan()
+            if self.cfg.search.rerank:  # the cross-encoder too (a missing one warns per query)
+                from llmc.models.reranker import reranker_from_config
+
+                with contextlib.suppress(ModelError), self._threads.torch():
+                    reranker_from_config(self.cfg.rerank).score("warm up", ["warm up"])
 
     def _open(self) -> None:
         if self._store is not None:

@@ -13,7 +13,7 @@ from llmc.config import load_config
 from llmc.eval.queries import EvalQuery, Judgment
 from llmc.learn.intent_model import IntentModel
 from llmc.learn.sets import QuerySet
-from llmc.learn.tune import MIN_NET_WINS, search_weights, split_queries
+from llmc.learn.tune import better, search_weights, sign_p, split_queries
 from llmc.learn.tuned import TUNED_FILE, tuned_path, write_tuned
 from llmc.search import Searcher
 
@@ -55,26 +55,32 @@ def write_queries(path: Path) -> Path:
 
 
 def test_search_weights_by_hand():
-    # four training queries; scores per setting of (a, b)
+    # eight training queries; their scores under each setting of (a, b)
     table = {
-        (1, 1): [0.5, 0.5, 0.5, 0.5],
-        (2, 1): [0.9, 0.9, 0.9, 0.0],  # +0.175, 3 wins - 1 loss: a move, not the best one
-        (3, 1): [0.7, 0.7, 0.7, 0.7],  # mean +0.2, 4 wins: the best move for a
-        (3, 2): [0.95, 0.7, 0.7, 0.7],  # +0.0625 on one query only: not a move
-        (1, 2): [0.5, 0.5, 0.5, 0.5],
-        (2, 2): [0.5, 0.5, 0.5, 0.5],
+        (1, 1): [0.5] * 8,
+        (2, 1): [0.9] * 4 + [0.4] * 4,  # +0.15 on average, but 4 wins, 4 losses: chance
+        (3, 1): [0.7] * 6 + [0.5] * 2,  # +0.15, 6 wins, no loss: sign test p 1/64
+        (4, 1): [0.6] * 8,  # +0.1, 8 wins: p 1/256, a move, but not the best one
+        (3, 2): [0.8] * 5 + [0.7] * 3,  # +0.1125 over (3, 1), 5 wins, 0 losses: p 1/32
+        (1, 2): [0.5] * 8,
+        (2, 2): [0.5] * 8,
+        (4, 2): [0.5] * 8,
+        (3, 3): [1.0, 0.7, 0.7, 0.7, 0.7, 0.7, 0.5, 0.5],  # +0.0375, 1 win: not a move
     }
     calls = []
 
     def score(p):
         calls.append(p)
-        return table[(p["a"], p["b"])]
+        return table.get((p["a"], p["b"]), [0.0] * 8)
 
-    best, mean, evals = search_weights(score, {"a": 1, "b": 1}, {"a": (1, 2, 3), "b": (1, 2)})
-    assert best == {"a": 3, "b": 1}
-    assert mean == pytest.approx(0.7)
+    best, mean, evals = search_weights(score, {"a": 1, "b": 1}, {"a": (1, 2, 3, 4), "b": (1, 2, 3)})
+    assert best == {"a": 3, "b": 2}
+    assert mean == pytest.approx(0.7625)
     assert evals == len(calls) == len({tuple(sorted(c.items())) for c in calls})  # memoised
-    assert MIN_NET_WINS == 2
+    assert sign_p(6, 0) == pytest.approx(1 / 64) and sign_p(4, 4) == pytest.approx(163 / 256)
+    assert better([0.6] * 8, [0.5] * 8) and not better([0.9] * 4 + [0.4] * 4, [0.5] * 8)
+    # few queries can never clear the test: 4 wins of 4 is p 1/16
+    assert not better([0.9] * 4, [0.5] * 4)
 
 
 def _q(text: str, intent: str = "code", qid: str = "") -> EvalQuery:

@@ -153,7 +153,10 @@ def test_explain_human(runner, indexed_repo) -> None:
 
 
 def test_explain_json_has_lists_and_rrf_contributions(runner, indexed_repo) -> None:
-    out = search_json(runner, indexed_repo, "where is the refund implemented", "--explain")
+    # Fusion's own scores: the cross-encoder (on by default) would rescore the top.
+    out = search_json(
+        runner, indexed_repo, "where is the refund implemented", "--explain", "--no-rerank"
+    )
     ex = out["explain"]
     assert {"bm25", "dense"} <= set(ex["lists"])  # code and docs hits merged by score
     assert ex["fusion"] == "rrf"
@@ -226,14 +229,13 @@ def test_garbage_queries_give_results(runner, indexed_repo, query) -> None:
 
 
 def test_test_files_yield_unless_the_query_asks_for_tests(runner, indexed_repo) -> None:
-    routed = search_json(runner, indexed_repo, "total price of the cart items", "-k", "3")
-    unrouted = search_json(
-        runner, indexed_repo, "total price of the cart items", "-k", "3", "--no-routing"
-    )
+    query = "total price of the cart items"  # routing's weights alone, so no rerank
+    routed = search_json(runner, indexed_repo, query, "-k", "3", "--no-rerank")
+    unrouted = search_json(runner, indexed_repo, query, "-k", "3", "--no-routing", "--no-rerank")
     assert routed["results"][0]["symbol"] == unrouted["results"][0]["symbol"] == "total_price"
     assert routed["route"]["weights"]["tests"] == 0.5
     assert "tests/test_cart.py" not in [r["path"] for r in routed["results"]]
     assert "tests/test_cart.py" in [r["path"] for r in unrouted["results"]]
-    asked = search_json(runner, indexed_repo, "tests for apply discount", "-k", "3")
+    asked = search_json(runner, indexed_repo, "tests for apply discount", "-k", "3", "--no-rerank")
     assert asked["results"][0]["path"] == "tests/test_cart.py"
     assert asked["results"][0]["symbol"] == "test_apply_discount_takes_the_percentage_off"

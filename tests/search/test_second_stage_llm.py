@@ -14,6 +14,7 @@ from llmc.search import Searcher
 from llmc.search.llm_rerank import (
     LLM_RERANK,
     BadPermutation,
+    Pace,
     build_prompt,
     gate,
     llm_rerank,
@@ -116,7 +117,7 @@ def test_malformed_permutations_say_why(text, reason) -> None:
 def test_bad_answers_keep_the_order_and_log_the_reason(answer, reason, caplog) -> None:
     before = cands()
     with caplog.at_level(logging.INFO, logger="llmc.search.llm_rerank"):
-        out = llm_rerank("q", before, SPANS, Fake(answer), cfg(), "asked for")
+        out = llm_rerank("q", before, SPANS, Fake(answer), cfg(), "asked for", Pace())
     assert out.candidates == tuple(before) and not out.applied and not out.order
     assert out.reason.startswith("asked for; ") and reason in out.reason
     assert out.unavailable == isinstance(answer, Exception)
@@ -131,14 +132,31 @@ def test_an_answer_past_the_budget_is_not_used() -> None:
             time.sleep(0.05)
             return super().generate(*a, **kw)
 
-    out = llm_rerank("q", cands(), SPANS, Slow("[2, 1, 3, 4]"), cfg(budget_ms=10), "why")
+    pace = Pace()
+    slow = Slow("[2, 1, 3, 4]")
+    out = llm_rerank("q", cands(), SPANS, slow, cfg(budget_ms=10), "why", pace)
     assert not out.applied and "past the budget" in out.reason
+    # Now the stage knows this LLM is too slow for the budget: it does not call it again.
+    again = llm_rerank("q", cands(), SPANS, slow, cfg(budget_ms=10), "why", pace)
+    assert not again.applied and len(slow.calls) == 1
+    assert "skipped: this LLM would take about" in again.reason
+    assert "past the 10 ms budget" in again.reason
+    assert llm_rerank("q", cands(), SPANS, slow, cfg(budget_ms=5000), "why", pace).applied
+
+
+def test_pace_predicts_from_the_calls_it_saw() -> None:
+    pace, llm = Pace(), Fake("")
+    assert pace.predict_ms(llm, 1000) is None
+    pace.observe(llm, 1000, 500.0)  # 2000 chars/s
+    assert pace.predict_ms(llm, 4000) == pytest.approx(2000.0)
+    pace.observe(llm, 1000, 1000.0)  # 1000 chars/s, averaged with the first
+    assert pace.predict_ms(llm, 1500) == pytest.approx(1000.0)
 
 
 def test_a_valid_permutation_reorders_the_window_and_keeps_scores_descending() -> None:
     before = cands(6, pinned=1)
     llm = Fake("[3, 1, 4, 2]")
-    out = llm_rerank("find f4", before, SPANS, llm, cfg(), "close top scores")
+    out = llm_rerank("find f4", before, SPANS, llm, cfg(), "close top scores", Pace())
     # Pinned #1 stays; the window is spans 2..5 (ids 1..4); span 6 stays below.
     assert [c.span_id for c in out.candidates] == [1, 4, 2, 5, 3, 6]
     assert [c.score for c in out.candidates] == [c.score for c in before]

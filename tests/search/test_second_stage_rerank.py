@@ -169,17 +169,17 @@ def test_a_missing_model_degrades_with_one_warning(indexed_repo, rerank_cfg, tmp
 def test_search_flags_switch_the_second_stage(indexed_repo, runner, monkeypatch) -> None:
     from llmc.cli import _second_stage_overrides, main
 
-    assert _second_stage_overrides(True, True, None) == {
+    assert _second_stage_overrides(False, False, None) == {
         "search.graph": False,
         "search.rerank": False,
     }
-    assert _second_stage_overrides(False, False, True) == {
+    assert _second_stage_overrides(None, True, True) == {
         "search.graph": None,
-        "search.rerank": None,
+        "search.rerank": True,
         "search.llm_rerank": True,
         "llm_rerank.always": True,
     }
-    assert _second_stage_overrides(False, False, False)["search.llm_rerank"] is False
+    assert _second_stage_overrides(None, None, False)["search.llm_rerank"] is False
     monkeypatch.setenv("LLMC_SEARCH__RERANK", "true")
     monkeypatch.setenv("LLMC_RERANK__MODEL", "/nonexistent/model")
     monkeypatch.setenv("LLMC_SEARCH__HYDE", "false")
@@ -189,3 +189,6 @@ def test_search_flags_switch_the_second_stage(indexed_repo, runner, monkeypatch)
     quiet = runner.invoke(main, [*args, "--no-rerank", "--no-graph", "--no-llm-rerank"])
     assert quiet.exit_code == 0, quiet.output
     assert "rerank is off" not in quiet.output
+    graphed = runner.invoke(main, [*args, "--no-rerank", "--graph", "--explain"])
+    assert graphed.exit_code == 0, graphed.output
+    assert '"stage": "graph"' in graphed.output and '"stage": "rerank"' not in graphed.output
