@@ -124,7 +124,7 @@ def resolve_set(spec: str, repo: Path | None = None) -> EvalSet:
     raise EvalError(f"{spec}: not a query file or a shipped set (shipped: {known})")
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -204,7 +204,7 @@ def fetch_project(
                 f"expected one sdist for {project.requirement}, got "
                 f"{[a.name for a in archives] or 'none'}"
             )
-        digest = _sha256(archives[0])
+        digest = file_sha256(archives[0])
         if digest != project.sha256:
             raise EvalError(
                 f"{archives[0].name}: sha256 {digest} does not match the pinned "

@@ -9,7 +9,6 @@ reserved for evaluating search, so no model llmc ships may have seen them.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import shutil
@@ -128,17 +127,9 @@ def default_cache_dir() -> Path:
     return Path(base) / "llmc" / "train"
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def fetch(project: TrainProject, cache_dir: Path) -> Path:
     """The unpacked sdist of ``project`` under ``cache_dir``, downloaded on first use."""
-    from llmc.eval.projects import extract_sdist, pip_download
+    from llmc.eval.projects import extract_sdist, file_sha256, pip_download
 
     root = cache_dir / project.dir_name
     marker = root / MARKER
@@ -151,7 +142,7 @@ def fetch(project: TrainProject, cache_dir: Path) -> Path:
         archives = sorted((tmp_path / "dl").glob("*")) if (tmp_path / "dl").is_dir() else []
         if len(archives) != 1:
             raise TrainError(f"expected one sdist for {project.requirement}, got {len(archives)}")
-        digest = _sha256(archives[0])
+        digest = file_sha256(archives[0])
         if project.sha256 and digest != project.sha256:
             raise TrainError(
                 f"{archives[0].name}: sha256 {digest} does not match the pinned {project.sha256}"
