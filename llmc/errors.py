@@ -25,6 +25,10 @@ class ModelError(LlmcError):
     """A model could not be loaded or run."""
 
 
+class UnsafeSocketError(LlmcError):
+    """The daemon socket, or its directory, is not safely this user's: llmc will not use it."""
+
+
 __all__ = [
     "ConfigError",
     "IndexLockedError",
@@ -32,4 +36,5 @@ __all__ = [
     "LlmcError",
     "ModelError",
     "StoreError",
+    "UnsafeSocketError",
 ]

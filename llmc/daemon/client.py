@@ -3,6 +3,10 @@
 ``try_daemon`` is what `llmc search` and `llmc graph` call first: the daemon's answer when
 one runs and answers, else ``None`` (fall back to in-process work). It costs one ``stat``
 when no daemon runs, and at most ``connect_timeout`` when a dead daemon left its socket.
+
+No byte is sent to a socket that may be another user's: ``request`` checks the socket and
+its directory first (``pidfile.check_socket``) and, where the OS tells, the uid of the
+process that accepted the connection; either failure raises ``UnsafeSocketError``.
 """
 
 from __future__ import annotations
@@ -12,12 +16,13 @@ import json
 import logging
 import os
 import socket
+import struct
 import time
 from pathlib import Path
 from typing import Any
 
-from llmc.daemon.pidfile import socket_path
-from llmc.errors import LlmcError
+from llmc.daemon.pidfile import check_socket, socket_path
+from llmc.errors import LlmcError, UnsafeSocketError
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +71,31 @@ class UnixHTTPConnection(http.client.HTTPConnection):
             except OSError:
                 sock.close()
                 raise
+        try:
+            check_peer(sock, self.unix_path)
+        except UnsafeSocketError:
+            sock.close()
+            raise
         sock.settimeout(self.timeout)
         self.sock = sock
+
+
+def check_peer(sock: socket.socket, path: str) -> None:
+    """Raise UnsafeSocketError unless the process listening on ``sock`` runs as us.
+
+    Linux tells with ``SO_PEERCRED``; elsewhere the file checks of ``check_socket`` stand
+    alone. This also covers a socket swapped between ``check_socket`` and ``connect``.
+    """
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return
+    creds = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    if uid != os.geteuid():
+        raise UnsafeSocketError(
+            f"refusing to use the daemon socket {path}: the process serving it runs as uid "
+            f"{uid}, not {os.geteuid()}; another user could intercept or answer llmc's queries"
+        )
 
 
 def request(
@@ -78,10 +106,18 @@ def request(
     connect_timeout: float = CONNECT_TIMEOUT_S,
     timeout: float = READ_TIMEOUT_S,
 ) -> dict[str, Any]:
-    """Call ``/v1/<endpoint>``; raise DaemonUnavailable or DaemonError when it fails."""
+    """Call ``/v1/<endpoint>``; raise DaemonUnavailable or DaemonError when it fails.
+
+    UnsafeSocketError (an LlmcError, not DaemonUnavailable) when the socket or its
+    directory may be another user's: then nothing was sent.
+    """
     path = socket_path(Path(root).resolve())
-    if not path.exists():
-        raise DaemonUnavailable(f"no daemon socket at {path}")
+    try:
+        check_socket(path)
+    except FileNotFoundError:
+        raise DaemonUnavailable(f"no daemon socket at {path}") from None
+    except OSError as e:
+        raise DaemonUnavailable(f"cannot inspect the daemon socket {path}: {e}") from None
     method = method or ("GET" if payload is None else "POST")
     body = None if payload is None else json.dumps(payload).encode("utf-8")
     headers = {"Content-Type": "application/json"} if body is not None else {}
@@ -118,6 +154,12 @@ def try_daemon(
     other settings (flags, env, an edited config) answers as this process would. A request
     the daemon rejects as invalid (400/413/422) raises ``DaemonError`` (an ``LlmcError``);
     any other failure returns None. ``LLMC_NO_DAEMON=1`` always returns None.
+
+    A socket that may be another user's (``UnsafeSocketError``) sends nothing, logs one
+    warning per socket and process, and returns None. Falling back rather than raising:
+    the in-process answer is the same answer and leaks nothing, so a squatted name in a
+    shared directory cannot take `llmc search` away from its user; the warning still says
+    that something is wrong and where. Commands that manage the daemon raise instead.
     """
     if os.environ.get(NO_DAEMON_ENV, "").lower() in ("1", "true", "yes"):
         return None
@@ -134,11 +176,23 @@ def try_daemon(
     except DaemonUnavailable as e:
         log.debug("%s", e)
         return None
+    except UnsafeSocketError as e:
+        _warn_once(str(e))
+        return None
     except DaemonError as e:
         if e.status in USER_ERRORS:
             raise
         log.info("daemon could not answer %s (%s %s): working in-process", endpoint, e.status, e)
         return None
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        log.warning("%s; working in-process", message)
 
 
 def health(root: Path, timeout: float = CONNECT_TIMEOUT_S) -> dict[str, Any] | None:
@@ -149,4 +203,11 @@ def health(root: Path, timeout: float = CONNECT_TIMEOUT_S) -> dict[str, Any] | N
         return None
 
 
-__all__ = ["DaemonError", "DaemonUnavailable", "health", "request", "try_daemon"]
+__all__ = [
+    "DaemonError",
+    "DaemonUnavailable",
+    "check_peer",
+    "health",
+    "request",
+    "try_daemon",
+]

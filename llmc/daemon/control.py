@@ -24,6 +24,7 @@ from llmc.daemon import client
 from llmc.daemon.pidfile import (
     lock_held,
     log_path,
+    prepare_socket_dir,
     read_pid,
     remove_runtime_files,
     socket_path,
@@ -74,6 +75,7 @@ def start(root: Path, cfg: Config, args: Sequence[str] = ()) -> StartResult:
     """Start the daemon for ``root`` unless one runs; return once its socket answers."""
     started = time.monotonic()
     root = Path(root).resolve()
+    prepare_socket_dir(socket_path(root))  # refuse in one line, before spawning anything
     if lock_held(root):
         info = client.health(root, timeout=2.0)
         return StartResult(info["pid"] if info else read_pid(root), str(socket_path(root)), True)

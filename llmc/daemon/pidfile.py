@@ -4,6 +4,13 @@ The daemon holds an exclusive ``flock`` on ``.llmc/daemon.lock`` for its whole l
 kernel drops that lock when the process dies, even by SIGKILL, so "is a daemon running?"
 is "is the lock held?", never "does the pid file exist?". A pid file or socket left by a
 killed daemon is stale exactly when the lock is free, and the next start removes it.
+
+The socket is ``.llmc/daemon.sock``, or, when that path is too long for ``sun_path``, a
+file in a per-user directory of mode 0700 (``$XDG_RUNTIME_DIR/llmc/`` or
+``<tmp>/llmc-<uid>/``). Another local user must never receive our queries, so before
+binding and before connecting we check with ``lstat`` that this directory is a real
+directory of ours that no one else can enter, and before connecting that the socket is
+ours too (``check_socket``); the client also checks the peer's uid once connected.
 """
 
 from __future__ import annotations
@@ -13,10 +20,12 @@ import fcntl
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from llmc.errors import UnsafeSocketError
 from llmc.paths import state_dir
 
 SOCKET_NAME = "daemon.sock"
@@ -29,17 +38,84 @@ INFO_NAME = "daemon.json"
 MAX_SOCKET_PATH = 100
 
 
-def socket_path(root: Path) -> Path:
-    """``.llmc/daemon.sock``, or a short path in the temp dir when that one is too long.
+def private_socket_dir() -> Path:
+    """This user's directory for sockets whose ``.llmc/`` path is too long (mode 0700)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return Path(runtime) / "llmc"
+    return Path(tempfile.gettempdir()) / f"llmc-{os.geteuid()}"
 
-    The choice depends only on ``root``, so every client computes the same path.
+
+def socket_path(root: Path) -> Path:
+    """``.llmc/daemon.sock``, or a short path in ``private_socket_dir()`` when that is too long.
+
+    The choice depends only on ``root`` (and the environment), so every client of this
+    user computes the same path.
     """
     path = state_dir(root) / SOCKET_NAME
     if len(os.fsencode(str(path))) <= MAX_SOCKET_PATH:
         return path
     digest = hashlib.blake2b(os.fsencode(str(root)), digest_size=8).hexdigest()
-    base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
-    return base / f"llmc-{os.getuid()}-{digest}.sock"
+    return private_socket_dir() / f"{digest}.sock"
+
+
+def _refuse(path: Path, why: str) -> UnsafeSocketError:
+    return UnsafeSocketError(
+        f"refusing to use the daemon socket {path}: {why}; another user could intercept "
+        "or answer llmc's queries there (remove it, or set XDG_RUNTIME_DIR to a private "
+        "directory)"
+    )
+
+
+def check_private_dir(path: Path) -> None:
+    """Raise UnsafeSocketError unless ``path`` is a real directory, ours, mode ``0?00``.
+
+    ``lstat``, so a symlink (which another user may point anywhere) is refused too.
+    A missing directory raises FileNotFoundError.
+    """
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise _refuse(path, "its directory is a symlink")
+    if not stat.S_ISDIR(st.st_mode):
+        raise _refuse(path, "its directory is not a directory")
+    if st.st_uid != os.geteuid():
+        raise _refuse(path, f"its directory is owned by uid {st.st_uid}, not {os.geteuid()}")
+    if st.st_mode & 0o077:
+        raise _refuse(path, f"its directory has mode {stat.S_IMODE(st.st_mode):04o}, not 0700")
+
+
+def prepare_socket_dir(path: Path) -> None:
+    """Before binding ``path``: make the private directory (0700) if missing, then check it.
+
+    ``.llmc/`` is the repository's own directory, made by ``ensure_state_dir``; the
+    server replaces whatever socket file is there, and creates it 0600.
+    """
+    if path.parent != private_socket_dir():
+        return
+    try:
+        os.mkdir(path.parent, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise UnsafeSocketError(f"cannot create the socket directory {path.parent}: {e}") from e
+    else:
+        os.chmod(path.parent, 0o700)  # the umask may have taken bits we need
+    check_private_dir(path.parent)
+
+
+def check_socket(path: Path) -> None:
+    """Before connecting to ``path``: raise UnsafeSocketError unless it is safely ours.
+
+    The private directory must pass ``check_private_dir``; the socket itself must be a
+    socket (not a symlink) owned by us. FileNotFoundError means no daemon socket.
+    """
+    if path.parent == private_socket_dir():
+        check_private_dir(path.parent)
+    st = os.lstat(path)
+    if not stat.S_ISSOCK(st.st_mode):
+        raise _refuse(path, "it is a symlink" if stat.S_ISLNK(st.st_mode) else "not a socket")
+    if st.st_uid != os.geteuid():
+        raise _refuse(path, f"it is owned by uid {st.st_uid}, not {os.geteuid()}")
 
 
 def pid_path(root: Path) -> Path:
@@ -176,10 +252,14 @@ def read_info(root: Path) -> dict | None:
 __all__ = [
     "DaemonLock",
     "Stale",
+    "check_private_dir",
+    "check_socket",
     "info_path",
     "lock_held",
     "log_path",
     "pid_path",
+    "prepare_socket_dir",
+    "private_socket_dir",
     "read_info",
     "read_pid",
     "remove_runtime_files",

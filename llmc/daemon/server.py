@@ -36,6 +36,7 @@ from llmc.daemon.pidfile import (
     DaemonLock,
     info_path,
     pid_path,
+    prepare_socket_dir,
     read_pid,
     remove_runtime_files,
     socket_path,
@@ -330,6 +331,7 @@ class Daemon:
         from llmc.daemon.engine import Engine
 
         ensure_state_dir(self.root)
+        prepare_socket_dir(socket_path(self.root))  # before the lock: stop() then leaves it be
         if not self.lock.acquire():
             raise AlreadyRunning(
                 f"a daemon already runs for {self.root} (pid {read_pid(self.root) or '?'})"
