@@ -5,6 +5,14 @@ store's generation; derived indexes (tantivy, the graph) record the generation t
 built from once they are up to date. After a crash they disagree with the store, and the
 next run rebuilds them from SQLite. Each file's spans and vectors are swapped in one
 SQLite transaction, so the store itself is always consistent.
+
+Power loss: SQLite commits with ``synchronous=NORMAL``, so the last commits can be lost
+(only a tail). Before a derived index records a generation, ``Store.make_durable()``
+fsyncs everything up to it, so a derived index is never ahead of what survives. If one is
+ahead anyway (a disk that lies about fsync, an older llmc, a restored copy of
+``index.db``), the run takes the store's generation past it, so no generation number ever
+names two contents, rebuilds the lexical index, re-embeds spans whose vectors were lost,
+and re-indexes the files whose records went back in time (their stat no longer matches).
 """
 
 from __future__ import annotations
@@ -166,11 +174,13 @@ class Indexer:
         started = time.perf_counter()
         summary = IndexSummary()
         lexical = LexicalIndex(lexical_path(self.root))
+        lost_tail = self._repair_lost_tail(store, lexical, summary)
         if lexical.generation != store.generation and store.generation > 0:
             self.progress.note(
                 f"lexical index reflects generation {lexical.generation}, store is at "
                 f"{store.generation}: rebuilding it from SQLite"
             )
+            store.make_durable()
             lexical.rebuild(store.iter_spans(), store.generation)
             summary.repaired.append("lexical")
 
@@ -183,7 +193,7 @@ class Indexer:
         changed, unchanged = self._diff(walked.files, known, full)
         summary.files_unchanged = len(unchanged)
 
-        reembed = self._ensure_vector_spaces(store, summary)
+        reembed = self._ensure_vector_spaces(store, summary) or lost_tail
         mark = _lap(summary, "walk", mark)
         parsed = self._parse(changed, known, summary, full, store=store)
         mark = _lap(summary, "parse", mark)
@@ -208,6 +218,7 @@ class Indexer:
         summary.files_removed = store.remove_files(removed)
         mark = _lap(summary, "write", mark)
         changed_paths = [p.file.path for p in parsed]
+        store.make_durable()
         lexical.update([*removed, *changed_paths], written, generation)
         mark = _lap(summary, "lexical", mark)
         summary.searchable_seconds = time.perf_counter() - started
@@ -223,6 +234,25 @@ class Indexer:
         self._totals(store, summary)
         return summary
 
+    def _repair_lost_tail(self, store: Store, lexical, summary: IndexSummary) -> bool:
+        """True when the lexical index is ahead of the store: SQLite lost its last commits.
+
+        The store's generation then jumps past the lexical one, so that the generation
+        recorded next names this content only; the caller's checks make it durable, rebuild
+        the derived indexes from SQLite and re-index whatever the lost commits held.
+        """
+        ahead = lexical.generation
+        if ahead <= store.generation:
+            return False
+        self.progress.note(
+            f"the index database is at generation {store.generation}, behind its lexical "
+            f"index ({ahead}): commits were lost (power loss) or index.db was replaced; "
+            "repairing from SQLite and the files"
+        )
+        store.bump_generation(past=ahead)
+        summary.repaired.append("lost-tail")
+        return True
+
     def _totals(self, store: Store, summary: IndexSummary) -> None:
         summary.spans_total = store.counts()["spans"]
 
@@ -235,6 +265,7 @@ class Indexer:
         summary: IndexSummary,
     ) -> None:
         if lexical.generation != store.generation:
+            store.make_durable()
             lexical.rebuild(store.iter_spans(), store.generation)
         if not self.cfg.graph.enabled:
             return

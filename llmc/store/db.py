@@ -9,6 +9,7 @@ embedding dimension is known and dropped when the model changes.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,12 +121,34 @@ class Store:
     def generation(self) -> int:
         return int(self.get_meta("generation", "0") or 0)
 
-    def bump_generation(self) -> int:
-        """Advance the index generation; derived indexes record which one they reflect."""
+    def bump_generation(self, past: int = 0) -> int:
+        """Advance the index generation (beyond ``past`` too); derived indexes record it."""
         with self.conn:
-            gen = self.generation + 1
+            gen = max(self.generation, past) + 1
             self._put_meta("generation", str(gen))
         return gen
+
+    def make_durable(self) -> None:
+        """Commit once with ``synchronous=FULL``: every commit so far survives a power loss.
+
+        In WAL mode with ``synchronous=NORMAL`` (see ``llmc.store.sqlite``) a commit is safe
+        from a process crash at once but reaches the disk only at the next checkpoint, so
+        a power loss can drop the last commits. Only a tail: the WAL is replayed in order up
+        to the first frame that did not reach the disk. FULL fsyncs the WAL at this commit,
+        which makes every earlier frame durable too. Call it before a derived index records
+        the generation, so that none ever reflects commits SQLite could still lose.
+        """
+        self.conn.execute("PRAGMA synchronous=FULL")
+        try:
+            with self.conn:  # a changed value, so the commit writes (and syncs) a WAL frame
+                self._put_meta("durable_generation", str(self.generation))
+                self._put_meta("durable_at_ns", str(time.time_ns()))
+        finally:
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+
+    @property
+    def durable_generation(self) -> int:
+        return int(self.get_meta("durable_generation", "0") or 0)
 
     # -- vector spaces ------------------------------------------------------------------
     def vector_space(self, category: str) -> VectorSpace | None:
