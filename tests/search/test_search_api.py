@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import copy
 import shutil
-import statistics
-import time
 
 import pytest
 from click.testing import CliRunner
@@ -36,7 +34,10 @@ def test_reusable_and_models_load_once(searcher) -> None:
     assert second.results[0].symbol == "Installing with pip"
     assert len(second.results) == 3
     assert searcher._embedders == embedders  # same objects, nothing reloaded
-    assert "open" in second.timings_ms and second.timings_ms["open"] < 5
+    store, lexical = searcher._store, searcher._lexical
+    searcher.search("discount codes")
+    assert (searcher._store, searcher._lexical) == (store, lexical)  # opened once, reused
+    assert "open" in second.timings_ms
 
 
 def test_result_fields(searcher) -> None:
@@ -175,17 +176,13 @@ def test_explain_is_only_built_when_asked(searcher) -> None:
     assert "explain" in explained.to_json()
 
 
-def test_warm_latency_is_interactive(searcher) -> None:
-    """A loose guard (CI machines are noisy); the benchmark in the report is stricter."""
-    searcher.warm()
-    queries = ["ShoppingCart", "refund a payment", "how do I install the toolkit with pip",
-               "where is the health check", "discount codes"] * 4  # fmt: skip
-    took = []
-    for q in queries:
-        started = time.perf_counter()
-        searcher.search(q)
-        took.append((time.perf_counter() - started) * 1000)
-    assert statistics.median(took) < 250
+def test_default_pipeline_runs_no_second_stage(searcher) -> None:
+    """The defaults run first-stage retrieval only: no cross-encoder, LLM or graph stage
+    until one wins on validation projects (its cost is measured in
+    benchmarks/bench_guards.py, never asserted in a test)."""
+    r = searcher.search("refund a payment")
+    assert {"bm25", "embed"} <= set(r.timings_ms)
+    assert not {"rerank", "llm_rerank", "graph"} & set(r.timings_ms)
 
 
 def test_corrupt_database_is_a_clear_error(repo_copy) -> None:
