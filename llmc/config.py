@@ -109,7 +109,7 @@ class SearchConfig:
     dense: bool = True
     routing: bool = True
     graph: bool = False  # graph-neighbor expansion and graph priors ([expand]); off: no graph read
-    rerank: bool = False  # cross-encoder rerank of the top fused results ([rerank]); off: lost out of sample
+    rerank: bool = False  # cross-encoder rerank of the top results ([rerank]); off until it wins
     llm_rerank: bool = False  # LLM listwise rerank of the top few, gated ([llm_rerank])
     dense_floor: float = 0.2  # a route "found something" if a dense hit reaches this cosine
     bm25_weight: float = 1.0  # per-list fusion weights, times the router's route weight
