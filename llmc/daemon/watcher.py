@@ -119,6 +119,7 @@ class Watcher:
         self.events = 0
         self.batches = 0
         self.dropped_batches = 0
+        self.ignored_paths = 0  # changed paths dropped because git ignores them
         self.last_batch: dict[str, Any] | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -219,6 +220,7 @@ class Watcher:
     def _flush(self, batch: list[str]) -> None:
         ignored = git_ignored(self.root, batch)
         kept = [p for p in batch if p not in ignored]
+        self.ignored_paths += len(batch) - len(kept)
         if not kept:
             self.dropped_batches += 1
             log.debug("watcher: %d changed paths, all git-ignored", len(batch))
@@ -240,6 +242,7 @@ class Watcher:
             "events": self.events,
             "batches": self.batches,
             "ignored_batches": self.dropped_batches,
+            "ignored_paths": self.ignored_paths,
             "pending_paths": pending,
             "last_batch": self.last_batch,
             "debounce_ms": round(self.debounce_s * 1000),

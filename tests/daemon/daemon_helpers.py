@@ -11,9 +11,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from waiting import wait_for
 
 READY_TIMEOUT_S = 180.0  # model loading on a busy 2-core CI machine
 FILES: dict[str, str] = {
@@ -115,17 +116,6 @@ def llmc(
     if check and out.returncode != 0:
         raise AssertionError(f"llmc {' '.join(args)} exited {out.returncode}:\n{out.stderr}")
     return out
-
-
-def wait_for(cond: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = cond()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
 
 
 def raw_http(sock_path: Path | str, data: bytes, timeout: float = 10.0) -> tuple[int, dict]:

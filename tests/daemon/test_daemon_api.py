@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
+import socket
 import stat
 import threading
-import time
 
 import pytest
 from click.testing import CliRunner
-from daemon_helpers import raw_http, wait_for
+from daemon_helpers import raw_http
+from waiting import HANG_S, returns, wait_for
 
 from llmc.cli import main
 from llmc.daemon.client import DaemonError, try_daemon
@@ -145,14 +147,22 @@ def test_oversized_body_is_refused_unread(shared_daemon):
 
 
 def test_a_silent_client_does_not_block_others(shared_daemon):
-    import socket
-
+    """A search is answered while another connection stalls mid-request, and the stalled
+    one is still open (not timed out first) and is answered once it finishes its body."""
+    body = json.dumps({"query": "Router", "k": 1}).encode()
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as idle:
         idle.connect(str(shared_daemon.sock))
-        idle.sendall(b"POST /v1/search HTTP/1.1\r\nContent-Length: 100\r\n\r\n{")  # and stalls
-        started = time.monotonic()
-        assert shared_daemon.search("Router")["results"]
-        assert time.monotonic() - started < 10
+        idle.sendall(f"POST /v1/search HTTP/1.1\r\nContent-Length: {len(body)}\r\n\r\n".encode())
+        idle.sendall(body[:1])  # and stalls
+        assert returns(lambda: shared_daemon.search("Router"), "a search")["results"]
+        idle.setblocking(False)
+        with pytest.raises(BlockingIOError):  # no answer, no close: the server still waits
+            idle.recv(1, socket.MSG_PEEK)
+        idle.setblocking(True)
+        idle.settimeout(HANG_S)
+        idle.sendall(body[1:])
+        head = idle.recv(65536).split(b"\r\n", 1)[0]
+    assert head.startswith(b"HTTP/1.") and b" 200 " in head, head
 
 
 def test_concurrent_clients(shared_daemon):
@@ -240,20 +250,18 @@ def test_reindex_endpoint_waits_for_the_run(shared_daemon):
 def test_try_daemon(shared_daemon, tmp_path):
     got = try_daemon(shared_daemon.root, "search", {"query": "Router", "k": 1})
     assert got and got["results"][0]["path"] == "app/server.js"
-    # No daemon: None at the cost of a stat.
+    # No daemon: None (at the cost of a stat).
     (tmp_path / "none").mkdir()
-    started = time.monotonic()
     assert try_daemon(tmp_path / "none", "search", {"query": "x"}) is None
-    # A dead daemon's socket file: connection refused, None quickly.
-    import socket
-
+    # A dead daemon's socket file: connection refused, None; not a wait for the connect
+    # timeout (an hour here, so a client that waited would hang the check below).
     dead = tmp_path / "dead"
     (dead / ".llmc").mkdir(parents=True)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.bind(str(dead / ".llmc" / "daemon.sock"))
     s.close()
-    assert try_daemon(dead, "search", {"query": "x"}) is None
-    assert time.monotonic() - started < 2.0
+    ask = lambda: try_daemon(dead, "search", {"query": "x"}, connect_timeout=3600)  # noqa: E731
+    assert returns(ask, "try_daemon on a dead socket") is None
     with pytest.raises(DaemonError):
         try_daemon(shared_daemon.root, "search", {"query": ""})
 
@@ -263,23 +271,30 @@ def test_watcher_picks_up_edits_deletes_and_directory_renames(shared_daemon):
     shared_daemon.wait_idle()
     files_before = shared_daemon.status()["index"]["files"]
     new = root / "app" / "watched.py"
-    started = time.monotonic()
     new.write_text("def pangolin_scales(x):\n    return x * 2\n", encoding="utf-8")
 
     def found(query: str, path: str) -> bool:
         return any(r["path"] == path for r in shared_daemon.search(query, k=5)["results"])
 
     wait_for(lambda: found("pangolin_scales", "app/watched.py"), 60, "the edit to be searchable")
-    edit_latency = time.monotonic() - started
-    # Ignored files (git-ignored, secrets) cause no reindex.
+    # Ignored files (skipped dirs, secrets, git-ignored) cause no reindex. All three land in
+    # the root directory's watch, whose events arrive in order: once debug.log (written last)
+    # is counted as dropped by git's rules, a leaked .env or build/ would be in a batch.
     shared_daemon.wait_idle()
-    runs = shared_daemon.status()["queue"]["runs"]
+    before = shared_daemon.status()
+    runs, batches = before["queue"]["runs"], before["watcher"]["batches"]
+    ignored = before["watcher"]["ignored_paths"]
+    (root / ".env").write_text("SECRET=1\n")
     (root / "build").mkdir(exist_ok=True)
     (root / "build" / "out.py").write_text("def ignored(): pass\n")
-    (root / "app" / "debug.log").write_text("noise\n")
-    (root / ".env").write_text("SECRET=1\n")
-    time.sleep(1.5)
-    assert shared_daemon.status()["queue"]["runs"] == runs
+    (root / "debug.log").write_text("noise\n")
+    wait_for(
+        lambda: shared_daemon.status()["watcher"]["ignored_paths"] > ignored,
+        60,
+        "the watcher to drop debug.log",
+    )
+    after = shared_daemon.status()
+    assert (after["queue"]["runs"], after["watcher"]["batches"]) == (runs, batches)
     # A delete: results never point at the deleted file.
     new.unlink()
     assert not found("pangolin_scales", "app/watched.py")
@@ -297,7 +312,6 @@ def test_watcher_picks_up_edits_deletes_and_directory_renames(shared_daemon):
         os.rename(root / "manual", root / "docs")
         shared_daemon.wait_idle()
     assert found("Installation guide", "docs/guide.md")
-    assert edit_latency < 30
 
 
 def test_keep_alive_and_no_request_smuggled_in_an_unread_body(shared_daemon):
@@ -313,7 +327,15 @@ def test_keep_alive_and_no_request_smuggled_in_an_unread_body(shared_daemon):
         conn.close()
     smuggled = b"POST /v1/shutdown HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
     head = f"POST /v1/nope HTTP/1.1\r\nContent-Length: {len(smuggled)}\r\n\r\n".encode()
-    status, _ = raw_http(shared_daemon.sock, head + smuggled)
-    assert status == 404
-    time.sleep(0.5)
-    assert shared_daemon.call("health")["ok"]  # the body was not taken for a request
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(HANG_S)
+        s.connect(str(shared_daemon.sock))
+        s.sendall(head + smuggled)
+        s.shutdown(socket.SHUT_WR)
+        raw = b""
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := s.recv(65536):  # everything the server says until it closes
+                raw += chunk
+    assert raw.startswith(b"HTTP/1.") and b" 404 " in raw.split(b"\r\n", 1)[0]
+    assert raw.count(b"HTTP/1.") == 1, raw  # one answer: the body was not taken for a request
+    assert shared_daemon.call("health")["ok"]

@@ -10,8 +10,8 @@ never collects them.
 from __future__ import annotations
 
 import json
+import os
 import shutil
-import time
 from pathlib import Path
 
 from llmc.config import IndexConfig
@@ -109,6 +109,9 @@ def filler_factory():
 
 
 def touch_later(path: Path, text: str) -> None:
-    """Rewrite a file so that its mtime surely changes."""
-    time.sleep(0.01)
+    """Rewrite a file so that its mtime surely changes (not left to the clock's grain)."""
+    before = path.stat().st_mtime_ns if path.exists() else 0
     path.write_text(text, encoding="utf-8")
+    after = path.stat()
+    if after.st_mtime_ns <= before:
+        os.utime(path, ns=(after.st_atime_ns, before + 1_000_000))

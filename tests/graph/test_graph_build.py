@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from graph_helpers import copy_project, filler_factory, touch_later
@@ -210,8 +209,9 @@ def test_a_failed_write_leaves_the_old_graph(tmp_path, filler, monkeypatch):
     assert not list((root / ".llmc").glob(".*.tmp"))
 
 
-def test_build_of_a_hundred_file_repo_is_fast(tmp_path, filler):
-    """~100 Python files with cross-file calls: a cold build well under 2 s."""
+def test_build_of_a_hundred_file_repo_resolves_every_call(tmp_path, filler):
+    """~100 Python files with cross-file calls, every one resolved (the cold-build time is
+    measured by benchmarks/bench_guards.py, not asserted here)."""
     root = tmp_path / "hundred"
     (root / "app").mkdir(parents=True)
     (root / "app" / "__init__.py").write_text("")
@@ -225,11 +225,8 @@ def test_build_of_a_hundred_file_repo_is_fast(tmp_path, filler):
         (root / "app" / f"m{i}.py").write_text("".join(body))
     f = filler(root)
     changed = f.put()
-    started = time.perf_counter()
     stats = update_graph(root, f.store, changed, [], f.bump())
-    took = time.perf_counter() - started
     assert stats.files == 100 and stats.resolution["calls"]["rate"] == 1.0
-    assert took < 2.0, f"cold build took {took:.2f}s"
 
 
 def test_parts_of_a_split_definition_map_to_it(tmp_path, filler):

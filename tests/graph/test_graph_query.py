@@ -3,11 +3,9 @@ node <-> span, name resolution, where-used, deps."""
 
 from __future__ import annotations
 
-import time
-
 import networkx as nx
 import pytest
-from graph_helpers import copy_project, filler_factory
+from graph_helpers import copy_project, filler_factory, touch_later
 
 from llmc.graph import (
     AmbiguousSymbolError,
@@ -176,18 +174,16 @@ def test_summary(shop):
     assert len(s["top"]) == 5 and s["top"][0]["pagerank"] >= s["top"][-1]["pagerank"]
 
 
-def test_load_is_cached_and_fast(shop):
+def test_load_is_cached(shop):
+    """The same graph object while the file is unchanged; how fast that is lives in
+    benchmarks/bench_guards.py."""
     root, _ = shop
     first = load_graph(root)
-    started = time.perf_counter()
     for _ in range(20):
         assert load_graph(root) is first
-    assert (time.perf_counter() - started) / 20 < 0.05
     # a rewritten file is re-read
     path = root / ".llmc" / GRAPH_FILE
-    text = path.read_text()
-    time.sleep(0.01)
-    path.write_text(text)
+    touch_later(path, path.read_text())
     assert load_graph(root) is not first
 
 

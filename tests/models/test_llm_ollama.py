@@ -178,11 +178,11 @@ def test_missing_model_is_one_line_with_the_pull_command(standin):
 
 
 def test_slow_server_raises_timeout(standin):
+    """A server that answers after 3 s: a client that ignored the 0.2 s timeout would
+    get that answer instead of LLMTimeout."""
     standin.delay_s = 3.0
-    started = time.perf_counter()
     with pytest.raises(LLMTimeout, match="no answer within 0.2s"):
         OllamaLLM(standin.url, MODEL).generate("hi", timeout=0.2)
-    assert time.perf_counter() - started < 2.0
 
 
 def test_unreachable_server_is_llm_unavailable(free_port):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import types
 
 import pytest
 
@@ -124,12 +125,15 @@ def test_bad_answers_keep_the_order_and_log_the_reason(answer, reason, caplog) -
     assert any(reason in r.getMessage() for r in caplog.records)
 
 
-def test_an_answer_past_the_budget_is_not_used() -> None:
+def test_an_answer_past_the_budget_is_not_used(monkeypatch) -> None:
+    clock = [1000.0]  # the stage's clock, advanced by the fake LLM: no real time involved
+    monkeypatch.setattr(
+        "llmc.search.llm_rerank.time", types.SimpleNamespace(perf_counter=lambda: clock[0])
+    )
+
     class Slow(Fake):
         def generate(self, *a, **kw):
-            import time
-
-            time.sleep(0.05)
+            clock[0] += 0.05  # every answer takes 50 ms
             return super().generate(*a, **kw)
 
     pace = Pace()
