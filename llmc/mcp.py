@@ -4,36 +4,36 @@ Tools: ``search``, ``where_used``, ``deps``, ``status``. Each call goes to the r
 daemon when one answers (warm models, fresh index) and otherwise runs in this process
 through the same endpoint functions (``llmc.daemon.api``), loading models on first use.
 
-The protocol is JSON-RPC 2.0, one message per line on stdin/stdout (the MCP stdio
-transport), implemented here with the stdlib: the official ``mcp`` package would bring
-pydantic, starlette, uvicorn, httpx and anyio for four tools. Methods: ``initialize``,
-``ping``, ``tools/list``, ``tools/call``; notifications are accepted and ignored; empty
-``resources/list`` and ``prompts/list`` for clients that ask anyway. Protocol output owns
-file descriptor 1; anything else that prints (a library, a warning) goes to stderr.
+The protocol is the official ``mcp`` SDK's (its low-level ``Server`` and stdio transport:
+handshake, version negotiation, ``ping``, errors for unknown methods and bad params). This
+module adds the tools and a thin relay between transport and server for two things the SDK
+leaves out: a line that is not a JSON-RPC message gets a JSON-RPC error (id null) rather
+than silence, and at end of input every request already read is answered before the server
+stops (the SDK would cancel them), so a script can pipe requests in and read all answers.
+While serving, file descriptor 1 carries protocol messages only; the SDK points it at
+stderr for everything else (a library, a warning, C code) and restores it afterwards.
+The SDK (pydantic, anyio, starlette) is imported only when ``llmc mcp`` runs.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import logging
-import os
-import sys
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from llmc.config import Config
 from llmc.errors import LlmcError
 
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+    from mcp_types import JSONRPCError, JSONRPCMessage
+
 log = logging.getLogger(__name__)
 
-PROTOCOL_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
-    -32700,
-    -32600,
-    -32601,
-    -32602,
-    -32603,
-)
+SERVER_TITLE = "llmc code search"
+STRUCTURED_SINCE = "2025-06-18"  # the first protocol version with `structuredContent`
 INSTRUCTIONS = (
     "llmc searches this repository's code and docs locally. Use `search` for where/how/why "
     "questions (results are file:line spans with snippets), `where_used` for the callers, "
@@ -111,10 +111,8 @@ TOOL_ENDPOINTS = {
 }
 
 
-class _RpcError(Exception):
-    def __init__(self, code: int, message: str):
-        super().__init__(message)
-        self.code = code
+class UnknownToolError(LookupError):
+    """A tools/call for a tool this server does not have (a protocol error, not a tool error)."""
 
 
 def _render_search(out: dict[str, Any]) -> str:
@@ -131,16 +129,14 @@ def _render_search(out: dict[str, Any]) -> str:
 
 
 class McpServer:
-    """Dispatch JSON-RPC messages for one repository."""
+    """The tools of one repository: each call through its daemon, or in-process without one."""
 
     def __init__(self, root: Path, cfg: Config, use_daemon: bool = True):
         self.root = Path(root).resolve()
         self.cfg = cfg
         self.use_daemon = use_daemon
         self._ctx: Any = None
-        self.protocol_version = PROTOCOL_VERSIONS[0]
 
-    # -- tools ------------------------------------------------------------------------------
     def _local(self) -> Any:
         if self._ctx is None:
             from llmc.daemon.api import Context
@@ -175,12 +171,17 @@ class McpServer:
             return {"daemon": False, **index_status(self.root, self.cfg).to_json()}, False
         return api.call(self._local(), endpoint, params), False
 
-    def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def call_tool(
+        self, name: str, arguments: dict[str, Any], structured: bool = True
+    ) -> dict[str, Any]:
+        """A ``CallToolResult`` as JSON; a refused call (LlmcError) is a result with isError.
+
+        ``structured`` adds ``structuredContent`` (protocol 2025-06-18 and later).
+        Raises UnknownToolError for a tool that does not exist.
+        """
         endpoint = TOOL_ENDPOINTS.get(name)
         if endpoint is None:
-            raise _RpcError(INVALID_PARAMS, f"unknown tool {name!r}")
-        if not isinstance(arguments, dict):
-            raise _RpcError(INVALID_PARAMS, "arguments must be an object")
+            raise UnknownToolError(f"unknown tool {name!r}")
         try:
             out, from_daemon = self._endpoint(endpoint, arguments)
         except LlmcError as e:
@@ -189,108 +190,214 @@ class McpServer:
             out = {"daemon": True, **out}
         text = _render_search(out) if name == "search" else json.dumps(out, ensure_ascii=False)
         result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": False}
-        if self.protocol_version >= "2025-06-18":
+        if structured:
             result["structuredContent"] = out
         return result
-
-    # -- JSON-RPC ---------------------------------------------------------------------------
-    def handle(self, message: Any) -> dict[str, Any] | None:
-        """One request or notification; the response (None for notifications)."""
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            return _error(None, INVALID_REQUEST, "not a JSON-RPC 2.0 message")
-        method = message.get("method")
-        msg_id = message.get("id")
-        is_notification = "id" not in message
-        if not isinstance(method, str):
-            if "result" in message or "error" in message:
-                return None  # a response to a request we never send
-            return _error(msg_id, INVALID_REQUEST, "missing method")
-        params = message.get("params") or {}
-        try:
-            result = self._dispatch(method, params)
-        except _RpcError as e:
-            return None if is_notification else _error(msg_id, e.code, str(e))
-        except Exception as e:  # noqa: BLE001 - one failing call never ends the session
-            log.exception("%s failed", method)
-            return None if is_notification else _error(msg_id, INTERNAL_ERROR, str(e))
-        if is_notification:
-            return None
-        return {"jsonrpc": "2.0", "id": msg_id, "result": result}
-
-    def _dispatch(self, method: str, params: Any) -> Any:
-        if not isinstance(params, dict):
-            raise _RpcError(INVALID_PARAMS, "params must be an object")
-        if method == "initialize":
-            from llmc import __version__
-
-            asked = params.get("protocolVersion")
-            if asked in PROTOCOL_VERSIONS:
-                self.protocol_version = asked
-            return {
-                "protocolVersion": self.protocol_version,
-                "capabilities": {"tools": {"listChanged": False}},
-                "serverInfo": {"name": "llmc", "title": "llmc code search", "version": __version__},
-                "instructions": INSTRUCTIONS,
-            }
-        if method == "ping":
-            return {}
-        if method.startswith("notifications/"):
-            return None
-        if method == "tools/list":
-            return {"tools": TOOLS}
-        if method == "tools/call":
-            return self.call_tool(params.get("name", ""), params.get("arguments") or {})
-        if method in ("resources/list", "resources/templates/list", "prompts/list"):
-            key = {"resources/list": "resources", "prompts/list": "prompts"}.get(
-                method, "resourceTemplates"
-            )
-            return {key: []}
-        raise _RpcError(METHOD_NOT_FOUND, f"method not found: {method}")
 
     def close(self) -> None:
         if self._ctx is not None:
             self._ctx.engine.close()
 
 
-def _error(msg_id: Any, code: int, message: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+# -- the SDK server ---------------------------------------------------------------------------
+def build_server(tools: McpServer) -> Server:
+    """The SDK's low-level server with ``tools``: tools/list, tools/call, empty lists."""
+    import anyio
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+    from mcp.shared.exceptions import MCPError
+    from mcp_types.version import is_version_at_least
+
+    from llmc import __version__
+
+    listing = types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in TOOLS])
+    one_at_a_time = anyio.Lock()  # calls run in order, one engine call at a time, as asked
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return listing
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        structured = is_version_at_least(ctx.protocol_version, STRUCTURED_SINCE)
+        async with one_at_a_time:
+            try:
+                result = await anyio.to_thread.run_sync(
+                    tools.call_tool, params.name, params.arguments or {}, structured
+                )
+            except UnknownToolError as e:
+                raise MCPError(code=types.INVALID_PARAMS, message=str(e)) from None
+            except Exception as e:
+                # The SDK would answer code 0; JSON-RPC names this -32603.
+                log.exception("tools/call %s failed", params.name)
+                raise MCPError(code=types.INTERNAL_ERROR, message=str(e)) from e
+        return types.CallToolResult.model_validate(result)  # typed: fills the 2026 resultType
+
+    async def no_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[])
+
+    async def no_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[])
+
+    async def no_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[])
+
+    return Server(
+        "llmc",
+        version=__version__,
+        title=SERVER_TITLE,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        # Empty answers for clients that ask anyway; only tools are advertised.
+        on_list_resources=no_resources,
+        on_list_resource_templates=no_templates,
+        on_list_prompts=no_prompts,
+    )
+
+
+def _init_options(server: Server) -> Any:
+    """Initialization options that advertise tools only (the empty lists are a courtesy)."""
+    import mcp_types as types
+
+    options = server.create_initialization_options()
+    options.capabilities = types.ServerCapabilities(tools=types.ToolsCapability(list_changed=False))
+    return options
+
+
+def _rejection(exc: Exception) -> JSONRPCError | None:
+    """The JSON-RPC error for a line the transport could not read; None for a blank line."""
+    import mcp_types as types
+    from pydantic import ValidationError
+
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    inputs = [e.get("input") for e in errors]
+    raw = next((x for x in inputs if isinstance(x, (dict, list))), inputs[0] if inputs else None)
+    if errors and errors[0]["type"] == "json_invalid":
+        if isinstance(raw, str) and not raw.strip():
+            return None
+        code, message = types.PARSE_ERROR, f"parse error: {errors[0]['msg']}"
+    elif isinstance(raw, list):
+        code, message = types.INVALID_REQUEST, "batches are not supported"
+    else:
+        code, message = types.INVALID_REQUEST, "not a JSON-RPC 2.0 message"
+    msg_id = raw.get("id") if isinstance(raw, dict) else None
+    if isinstance(msg_id, bool) or not isinstance(msg_id, (int, str)):
+        msg_id = None
+    error = types.ErrorData(code=code, message=message)
+    return types.JSONRPCError(jsonrpc="2.0", id=msg_id, error=error)
+
+
+class _Relay:
+    """Between the SDK's transport and its server loop (see the module docstring)."""
+
+    def __init__(self, write: Any):
+        import anyio
+
+        self.write = write
+        self.pending: set[int | str] = set()
+        self.drained = anyio.Event()
+
+    def _track(self, message: JSONRPCMessage) -> None:
+        import mcp_types as types
+
+        if isinstance(message, types.JSONRPCRequest):
+            self.pending.add(message.id)
+        elif isinstance(message, types.JSONRPCNotification):
+            if message.method == "notifications/cancelled":  # the SDK answers it with silence
+                self.pending.discard((message.params or {}).get("requestId"))  # type: ignore[arg-type]
+                self._check_drained()
+
+    def _check_drained(self) -> None:
+        if not self.pending:
+            self.drained.set()
+
+    async def inbound(self, read: Any, to_server: Any) -> None:
+        """Forward messages; answer unreadable lines; at EOF wait for pending answers."""
+        import anyio
+        from mcp.shared.message import SessionMessage
+
+        async with to_server:
+            async for item in read:
+                if isinstance(item, Exception):
+                    error = _rejection(item)
+                    if error is not None:
+                        await self.write.send(SessionMessage(error))
+                    continue
+                self._track(item.message)
+                await to_server.send(item)
+            while self.pending:
+                self.drained = anyio.Event()
+                await self.drained.wait()
+
+    async def outbound(self, from_server: Any) -> None:
+        """Forward the server's messages, crossing off the requests they answer."""
+        import mcp_types as types
+
+        async with from_server:
+            async for item in from_server:
+                await self.write.send(item)
+                message = item.message
+                if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
+                    self.pending.discard(message.id)  # type: ignore[arg-type]
+                    self._check_drained()
+
+
+async def serve_streams(tools: McpServer, read: Any, write: Any) -> None:
+    """Serve ``tools`` on a transport's stream pair until its input ends and all is answered."""
+    import anyio
+
+    server = build_server(tools)
+    relay = _Relay(write)
+    to_server, server_in = anyio.create_memory_object_stream(0)
+    server_out, from_server = anyio.create_memory_object_stream(0)
+    async with write, anyio.create_task_group() as tg:
+        tg.start_soon(relay.inbound, read, to_server)
+        tg.start_soon(relay.outbound, from_server)
+        await server.run(server_in, server_out, _init_options(server))
+
+
+class _BorrowedText(io.TextIOWrapper):
+    """A UTF-8 text layer whose close leaves the caller's binary stream open."""
+
+    def close(self) -> None:
+        if not self.closed:
+            self.flush()
+        self.detach()
 
 
 def serve(server: McpServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
-    """Read messages line by line until EOF; write one response line per request."""
-    for raw in stdin:
-        line = raw.strip()
-        if not line:
-            continue
-        try:
-            message = json.loads(line)
-        except ValueError as e:
-            responses: list[Any] = [_error(None, PARSE_ERROR, f"parse error: {e}")]
-        else:
-            if isinstance(message, list):  # a batch (protocol 2025-03-26)
-                out = [r for r in (server.handle(m) for m in message) if r is not None]
-                responses = [out] if out else []
-                if not message:
-                    responses = [_error(None, INVALID_REQUEST, "empty batch")]
-            else:
-                r = server.handle(message)
-                responses = [r] if r is not None else []
-        for r in responses:
-            stdout.write(json.dumps(r, ensure_ascii=False).encode("utf-8") + b"\n")
-            stdout.flush()
+    """Serve on binary streams (one JSON-RPC message per line) until ``stdin`` ends."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    text_in = _BorrowedText(stdin, encoding="utf-8", errors="replace")
+    text_out = _BorrowedText(stdout, encoding="utf-8", write_through=True)
+
+    async def run() -> None:
+        async with stdio_server(anyio.wrap_file(text_in), anyio.wrap_file(text_out)) as streams:
+            await serve_streams(server, *streams)
+
+    try:
+        anyio.run(run)
+    finally:
+        text_out.close()
+        text_in.close()
 
 
 def serve_stdio(root: Path, cfg: Config) -> None:
     """`llmc mcp`: serve on this process's stdin/stdout until stdin closes."""
-    proto = os.fdopen(os.dup(1), "wb", buffering=0)
-    os.dup2(2, 1)  # stray prints, even from C code, land on stderr
-    sys.stdout = sys.stderr
+    import anyio
+    from mcp.server.stdio import stdio_server
+
     server = McpServer(root, cfg)
+
+    async def run() -> None:
+        async with stdio_server() as streams:
+            await serve_streams(server, *streams)
+
     try:
-        serve(server, sys.stdin.buffer, proto)
+        anyio.run(run)
     finally:
         server.close()
-        proto.close()
 
 
-__all__ = ["TOOLS", "McpServer", "serve", "serve_stdio"]
+__all__ = ["TOOLS", "McpServer", "UnknownToolError", "build_server", "serve", "serve_stdio"]
