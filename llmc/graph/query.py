@@ -276,7 +276,7 @@ class RepoGraph:
     ) -> dict[str, float]:
         """PageRank over the subgraph induced by ``nodes`` (default: all), edges weighted by
         confidence; dangling mass and teleports follow ``personalization`` (default uniform).
-        Same definition as ``networkx.pagerank``; pure Python, no scipy."""
+        Computed by ``networkx.pagerank``."""
         return pagerank(self.g, nodes, edge_types, personalization, alpha, max_iter, tol)
 
     # -- node <-> span --------------------------------------------------------------------
@@ -577,43 +577,52 @@ def pagerank(
     max_iter: int = 100,
     tol: float = 1.0e-6,
 ) -> dict[str, float]:
-    """Weighted PageRank by power iteration (the definition ``networkx.pagerank`` uses)."""
-    ns = [n for n in (nodes if nodes is not None else g.nodes) if n in g]
-    ns = list(dict.fromkeys(ns))
-    if not ns:
+    """``networkx.pagerank`` over the subgraph induced by ``nodes`` (default: all), with the
+    edges of ``edge_types`` weighted by summed confidence. Negative personalization counts
+    as 0, all-zero as none; the iteration starts from the personalization vector."""
+    import networkx as nx
+
+    sub = _weighted_subgraph(g, nodes, edge_types)
+    if not sub:
         return {}
-    index = {n: i for i, n in enumerate(ns)}
+    p = _teleport(sub, personalization)
+    args = {"alpha": alpha, "personalization": p, "tol": tol, "nstart": p, "weight": "weight"}
+    try:
+        ranks = nx.pagerank(sub, max_iter=max_iter, **args)
+    except nx.PowerIterationFailedConvergence:
+        log.warning("PageRank did not converge in %d iterations; trying 10x as many", max_iter)
+        ranks = nx.pagerank(sub, max_iter=10 * max_iter, **args)
+    return {n: float(r) for n, r in ranks.items()}
+
+
+def _weighted_subgraph(
+    g: nx.MultiDiGraph, nodes: Iterable[str] | None, edge_types: Iterable[str] | None
+) -> nx.DiGraph:
+    """The induced subgraph as a DiGraph: one edge per pair, weight = summed confidence."""
+    import networkx as nx
+
+    ns = list(dict.fromkeys(n for n in (nodes if nodes is not None else g.nodes) if n in g))
     types = set(edge_types) if edge_types is not None else None
-    out: list[dict[int, float]] = [defaultdict(float) for _ in ns]
-    for i, n in enumerate(ns):
-        for _, v, d in g.out_edges(n, data=True):
-            j = index.get(v)
-            if j is not None and (types is None or d["type"] in types):
-                out[i][j] += float(d.get("confidence", 1.0))
-    size = len(ns)
-    if personalization:
-        raw = [max(0.0, float(personalization.get(n, 0.0))) for n in ns]
-        total = sum(raw)
-        p = [x / total for x in raw] if total > 0 else [1.0 / size] * size
-    else:
-        p = [1.0 / size] * size
-    totals = [sum(o.values()) for o in out]
-    dangling = [i for i in range(size) if totals[i] == 0]
-    x = list(p)
-    for _ in range(max_iter):
-        last = x
-        x = [0.0] * size
-        for i, o in enumerate(out):
-            if totals[i]:
-                share = alpha * last[i] / totals[i]
-                for j, w in o.items():
-                    x[j] += share * w
-        dsum = alpha * sum(last[i] for i in dangling)
-        for i in range(size):
-            x[i] += (dsum + 1.0 - alpha) * p[i]
-        if sum(abs(x[i] - last[i]) for i in range(size)) < size * tol:
-            break
-    return dict(zip(ns, x, strict=True))
+    sub = nx.DiGraph()
+    sub.add_nodes_from(ns)
+    for u in ns:
+        for _, v, d in g.out_edges(u, data=True):
+            if v in sub and (types is None or d["type"] in types):
+                w = float(d.get("confidence", 1.0))
+                if sub.has_edge(u, v):
+                    sub[u][v]["weight"] += w
+                else:
+                    sub.add_edge(u, v, weight=w)
+    return sub
+
+
+def _teleport(sub: nx.DiGraph, personalization: Mapping[str, float] | None) -> dict | None:
+    """Personalization restricted to the subgraph, negatives as 0; None when nothing is left."""
+    if not personalization:
+        return None
+    p = {n: max(0.0, float(personalization.get(n, 0.0))) for n in sub}
+    total = sum(p.values())
+    return {n: x / total for n, x in p.items()} if total > 0 else None
 
 
 # -- loading -------------------------------------------------------------------------------
