@@ -268,22 +268,15 @@ def search_weights(
 
 
 def defined_symbols(root: Path, cfg: Any, queries: Sequence[str]) -> list[tuple[str, ...]]:
-    """The code-shaped names each query mentions that the index defines (as the router's
-    exact-symbol step finds them), for the intent model's features."""
+    """The code-shaped names each query mentions that the index defines (as search's
+    exact-symbol stage finds them), for the intent model's features."""
     from llmc.paths import db_path
-    from llmc.search import retrieve
-    from llmc.search.query import identifiers
+    from llmc.search.exact import defined_names
     from llmc.store.db import Store
 
     store = Store(db_path(root), readonly=True)
     try:
-        out = []
-        for q in queries:
-            strong = [i for i in identifiers(q) if i.strong]
-            found = retrieve.definitions(store, strong)
-            limit = cfg.search.exact_max
-            out.append(tuple(ident.name for ident, defs in found if len(defs) <= limit))
-        return out
+        return [defined_names(store, q, cfg.search.exact_max) for q in queries]
     finally:
         store.close()
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from llmc.config import ExpandConfig
     from llmc.graph import RepoGraph
+    from llmc.store.db import Store
     from llmc.types import StoredSpan
 
 GRAPH = "graph"  # the source name of everything this stage adds or boosts
@@ -147,7 +148,7 @@ class SpanVectors:
 def expand(
     candidates: Sequence[Candidate],
     graph: RepoGraph,
-    store: Any,
+    store: Store,
     cfg: ExpandConfig,
     similarity: Callable[[Sequence[StoredSpan]], Mapping[int, float]] | None,
     *,
@@ -295,7 +296,7 @@ def _with_graph(c: Candidate, score: float, rank: int, share: float) -> Candidat
 def _priors(
     cands: list[Candidate],
     graph: RepoGraph,
-    store: Any,
+    store: Store,
     cfg: ExpandConfig,
     node: Callable[[int], str | None],
     degree: Callable[[str], int],

@@ -114,7 +114,9 @@ def max_score(
     return _ordered(acc, max)
 
 
-def merge_lists(name: str, lists: Sequence[RankedList]) -> RankedList:
+def merge_lists(
+    retriever: str, lists: Sequence[RankedList], category: str | None = None
+) -> RankedList:
     """All hits of ``lists`` as one list by descending score, a repeated span at its best.
 
     For one retriever's code and docs lists, whose scores are comparable (one BM25 index,
@@ -125,7 +127,8 @@ def merge_lists(name: str, lists: Sequence[RankedList]) -> RankedList:
             if hit.span_id not in best or hit.score > best[hit.span_id]:
                 best[hit.span_id] = hit.score
     order = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
-    return RankedList(name, tuple(Hit(i, s) for i, s in order), sum(r.ms for r in lists))
+    hits = tuple(Hit(i, s) for i, s in order)
+    return RankedList(retriever, category, hits, sum(r.ms for r in lists))
 
 
 FUSIONS: dict[str, FusionFn] = {"rrf": rrf, "weighted": weighted, "max": max_score}

@@ -28,26 +28,37 @@ import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from llmc.config import Config
 from llmc.errors import ConfigError, LlmcError
 from llmc.search import fusion, rocchio
 from llmc.search.hyde_cache import CACHE_NAME, HypothesisCache, cache_key
+from llmc.search.hyde_report import HydeReport, Hypothesis, ThresholdStep
 from llmc.search.query import PASCAL_CASE, STOPWORDS, identifiers, paths
 from llmc.search.types import (
+    BM25,
     CODE_ROUTE,
+    DENSE,
     DOCS_ROUTE,
+    EXACT,
+    HYDE,
     INTENTS,
     MIXED_ROUTE,
     ROUTE_CATEGORY,
     Hit,
     RankedList,
     RouteDecision,
-    list_name,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from llmc.models.llm import LLM
+    from llmc.store.db import Store
+    from llmc.store.lexical import LexicalIndex
 
 log = logging.getLogger(__name__)
 
@@ -220,78 +231,6 @@ def check(cfg: Config) -> None:
     thresholds(h.initial_threshold, h.threshold_step, h.min_threshold)
 
 
-# -- records ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Hypothesis:
-    """One hypothetical answer: diagnostics only, never a result."""
-
-    route: str
-    seed: int
-    text: str
-    latency_ms: float
-    cached: bool
-    tokens: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "route": self.route,
-            "seed": self.seed,
-            "text": self.text,
-            "latency_ms": round(self.latency_ms, 1),
-            "cached": self.cached,
-            "tokens": self.tokens,
-        }
-
-
-@dataclass(frozen=True)
-class ThresholdStep:
-    """The adaptive threshold of one category's HyDE dense search."""
-
-    category: str
-    threshold: float | None  # effective; None: nothing reached min_threshold
-    steps: int  # steps down from initial_threshold
-    hits: int  # hits kept at the effective threshold
-    best: float  # the best cosine of any hypothesis
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "category": self.category,
-            "threshold": self.threshold,
-            "steps": self.steps,
-            "hits": self.hits,
-            "best": round(self.best, 4),
-        }
-
-
-@dataclass(frozen=True)
-class HydeReport:
-    """What HyDE did for one query (``--explain``, the ``hyde`` object of ``--json``)."""
-
-    used: bool
-    reason: str
-    model: str = ""
-    hypotheses: tuple[Hypothesis, ...] = ()
-    thresholds: tuple[ThresholdStep, ...] = ()
-    # BM25 terms the hypotheses added (weight < 1) or weighted up (query terms, > 1)
-    expansion: dict[str, float] = field(default_factory=dict)
-    llm_ms: float = 0.0  # generation time of this query (0 when all were cached)
-    took_ms: float = 0.0  # the whole stage: LLM, embedding, searches
-    dense_best: float | None = None  # the best raw dense cosine before HyDE (None: no dense)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "used": self.used,
-            "reason": self.reason,
-            "model": self.model,
-            "hypotheses": [h.to_json() for h in self.hypotheses],
-            "thresholds": [t.to_json() for t in self.thresholds],
-            "expansion": {t: round(w, 4) for t, w in self.expansion.items()},
-            "llm_ms": round(self.llm_ms, 1),
-            "took_ms": round(self.took_ms, 1),
-            "dense_best": None if self.dense_best is None else round(self.dense_best, 4),
-        }
-
-
 @dataclass(frozen=True)
 class Outcome:
     """The stage's answer: the lists to fuse, the report, warnings and trace notes."""
@@ -312,7 +251,9 @@ class Corpus:
 
 
 # -- the stage -------------------------------------------------------------------------------
-Embed = Callable[[str, Sequence[str]], Any]  # (category, texts) → vectors, or None (dense off)
+Embed = Callable[
+    [str, Sequence[str]], "np.ndarray | None"
+]  # (category, texts) → vectors, or None (dense off)
 
 
 class HydeStage:
@@ -322,7 +263,7 @@ class HydeStage:
     def __init__(self, root: Path, cfg: Config):
         self.root = Path(root)
         self.cfg = cfg
-        self._llm: Any = None
+        self._llm: LLM | None = None
         self._failed: tuple[float, str] | None = None  # (monotonic time, why)
         self._corpus: tuple[int, Corpus] | None = None  # (store generation, profile)
         self.cache = HypothesisCache(self.root / ".llmc" / CACHE_NAME)
@@ -353,8 +294,8 @@ class HydeStage:
         decision: RouteDecision,
         lists: Sequence[RankedList],
         *,
-        store: Any,
-        lexical: Any,
+        store: Store,
+        lexical: LexicalIndex | None,
         embed: Embed,
         depth: int,
     ) -> Outcome:
@@ -364,7 +305,7 @@ class HydeStage:
             check(self.cfg)
         except ConfigError as e:
             return Outcome(lists, HydeReport(False, str(e)), (f"hyde skipped: {e}",))
-        dense_best = max((r.top_score for r in lists if r.name.startswith("dense.")), default=None)
+        dense_best = max((r.top_score for r in lists if r.retriever == DENSE), default=None)
         verdict = self.decide(query, decision, dense_best)
         if not verdict.use:
             report = HydeReport(False, verdict.reason, dense_best=dense_best)
@@ -407,7 +348,7 @@ class HydeStage:
         return Outcome(_insert(lists, added), report, tuple(warnings), tuple(notes))
 
     # -- hypotheses ----------------------------------------------------------------------------
-    def _get_llm(self) -> Any:
+    def _get_llm(self) -> LLM:
         if self._llm is None:
             from llmc.models.llm import get_llm
 
@@ -491,7 +432,7 @@ class HydeStage:
     # -- dense -------------------------------------------------------------------------------
     def _dense_lists(
         self,
-        store: Any,
+        store: Store,
         embed: Embed,
         hyps: Sequence[Hypothesis],
         depth: int,
@@ -524,7 +465,7 @@ class HydeStage:
         return added, steps
 
     def _dense(
-        self, store: Any, embed: Embed, category: str, texts: Sequence[str], depth: int
+        self, store: Store, embed: Embed, category: str, texts: Sequence[str], depth: int
     ) -> tuple[RankedList, ThresholdStep | None]:
         """One ``hyde.<category>`` list: each hypothesis's KNN hits at the effective
         threshold, merged by best cosine. (Searching the mean of the hypotheses' and the
@@ -532,10 +473,9 @@ class HydeStage:
         from llmc.errors import StoreError
 
         h = self.cfg.hyde
-        name = list_name("hyde", category)
         vectors = embed(category, list(texts))
         if vectors is None:
-            return RankedList(name, ()), None
+            return RankedList(HYDE, category, ()), None
         started = time.perf_counter()
         per_hyp: list[list[tuple[int, float]]] = []
         for vector in vectors:
@@ -547,12 +487,14 @@ class HydeStage:
         ladder = thresholds(h.initial_threshold, h.threshold_step, h.min_threshold)
         threshold, steps = step_down(best, ladder)
         kept = [
-            RankedList(name, tuple(Hit(i, s) for i, s in hits if s >= threshold - 1e-9))
+            RankedList(HYDE, category, tuple(Hit(i, s) for i, s in hits if s >= threshold - 1e-9))
             for hits in per_hyp
             if threshold is not None
         ]
-        merged = fusion.merge_lists(name, kept) if kept else RankedList(name, ())
-        merged = RankedList(name, merged.hits, (time.perf_counter() - started) * 1000)
+        merged = (
+            fusion.merge_lists(HYDE, kept, category) if kept else RankedList(HYDE, category, ())
+        )
+        merged = RankedList(HYDE, category, merged.hits, (time.perf_counter() - started) * 1000)
         step = ThresholdStep(category, threshold, steps, len(merged.hits), best or 0.0)
         return merged, step
 
@@ -562,7 +504,7 @@ class HydeStage:
         query: str,
         hyps: Sequence[Hypothesis],
         lists: list[RankedList],
-        lexical: Any,
+        lexical: LexicalIndex,
         depth: int,
     ) -> tuple[list[RankedList], dict[str, float]]:
         """Search each BM25 list's category again with the Rocchio-expanded query."""
@@ -604,14 +546,13 @@ class HydeStage:
             return lists, {}
         out = []
         for ranked in lists:
-            kind, _, category = ranked.name.partition(".")
-            if kind == "bm25" and category:
-                ranked = retrieve.bm25(lexical, query, category, depth, extra_terms=extra)
+            if ranked.retriever == BM25 and ranked.category:
+                ranked = retrieve.bm25(lexical, query, ranked.category, depth, extra_terms=extra)
             out.append(ranked)
         return out, extra
 
     # -- corpus ------------------------------------------------------------------------------
-    def _profile(self, store: Any) -> Corpus:
+    def _profile(self, store: Store) -> Corpus:
         """The main programming language and per-category length caps, per generation."""
         generation = getattr(store, "generation", 0)
         if self._corpus is not None and self._corpus[0] == generation:
@@ -645,8 +586,8 @@ class HydeStage:
 
 def _insert(lists: list[RankedList], added: Sequence[RankedList]) -> list[RankedList]:
     """``added`` after the other retrievers' lists, before ``exact``."""
-    head = [r for r in lists if r.name != "exact"]
-    return head + list(added) + [r for r in lists if r.name == "exact"]
+    head = [r for r in lists if r.retriever != EXACT]
+    return head + list(added) + [r for r in lists if r.retriever == EXACT]
 
 
 def _ms(started: float) -> float:

@@ -27,13 +27,14 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llmc.models.llm import LLMTimeout, LLMUnavailable
 from llmc.search.types import Candidate
 
 if TYPE_CHECKING:  # pragma: no cover
     from llmc.config import LLMRerankConfig
+    from llmc.models.llm import LLM
     from llmc.types import StoredSpan
 
 log = logging.getLogger(__name__)
@@ -64,14 +65,14 @@ class Pace:
         self._rate: dict[tuple[str, str], float] = {}
 
     @staticmethod
-    def _key(llm: Any) -> tuple[str, str]:
+    def _key(llm: LLM) -> tuple[str, str]:
         return (str(getattr(llm, "provider", "")), str(getattr(llm, "model", "")))
 
-    def predict_ms(self, llm: Any, chars: int) -> float | None:
+    def predict_ms(self, llm: LLM, chars: int) -> float | None:
         rate = self._rate.get(self._key(llm))
         return None if rate is None else chars / rate * 1000.0
 
-    def observe(self, llm: Any, chars: int, ms: float) -> None:
+    def observe(self, llm: LLM, chars: int, ms: float) -> None:
         rate = chars / max(ms, 1.0) * 1000.0
         old = self._rate.get(self._key(llm))
         new = rate if old is None else self.smoothing * rate + (1 - self.smoothing) * old
@@ -125,7 +126,7 @@ def _line(text: str) -> str:
     return text if len(text) <= MAX_LINE_CHARS else text[: MAX_LINE_CHARS - 3] + "..."
 
 
-def snippet_of(span: Any, lines: int) -> str:
+def snippet_of(span: StoredSpan, lines: int) -> str:
     """A span cut with sense: its signature (when the index knows one), then its first
     ``lines`` non-blank lines."""
     body = [ln for ln in span.text.splitlines() if ln.strip()]
@@ -139,7 +140,7 @@ def snippet_of(span: Any, lines: int) -> str:
     return "\n".join(out)
 
 
-def build_prompt(query: str, spans: Sequence[Any], snippet_lines: int) -> str:
+def build_prompt(query: str, spans: Sequence[StoredSpan], snippet_lines: int) -> str:
     """The user turn: the query, then the numbered snippets, then the answer format."""
     parts = [f"Query: {query}", ""]
     for i, span in enumerate(spans, start=1):
@@ -204,7 +205,7 @@ def llm_rerank(
     query: str,
     candidates: Sequence[Candidate],
     spans: Mapping[int, StoredSpan],
-    llm: Any,
+    llm: LLM,
     cfg: LLMRerankConfig,
     why: str,
     pace: Pace = PACE,

@@ -15,10 +15,16 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from llmc.search.fusion import diversify
+from llmc.search.query import word_groups
+from llmc.search.trace import Trace
 from llmc.search.types import Candidate, SearchResult
 from llmc.types import StoredSpan
+
+if TYPE_CHECKING:  # pragma: no cover
+    from llmc.search.sources import Sources
 
 
 @dataclass(frozen=True)
@@ -207,4 +213,34 @@ def to_result(
     )
 
 
-__all__ = ["Selection", "best_window", "select", "snippet", "to_result"]
+def present(
+    sources: Sources, text: str, fused: Sequence[Candidate], k: int, trace: Trace
+) -> tuple[list[tuple[Candidate, SearchResult]], tuple[tuple[str, ...], ...]]:
+    """The top ``k`` results of ``fused`` with snippets, and the query's word groups (for
+    highlighting); what was dropped on the way is said in the trace."""
+    scfg = sources.cfg.search
+    sel = select(fused, sources.spans, sources.root, k, scfg.max_per_file)
+    if sel.missing_ids:
+        trace.warn(
+            f"{len(sel.missing_ids)} hits pointed at spans no longer in the index and were "
+            "dropped (run `llmc index` to repair the lexical index)"
+        )
+    if sel.deleted_paths:
+        shown = ", ".join(sel.deleted_paths[:3]) + (", ..." if len(sel.deleted_paths) > 3 else "")
+        trace.warn(
+            f"skipped results in {len(sel.deleted_paths)} file(s) deleted since indexing: "
+            f"{shown} (run `llmc index`)"
+        )
+    if sel.merged or sel.held_back:
+        trace.note(
+            "results",
+            f"{sel.merged} more parts of split definitions merged; per-file cap "
+            f"{scfg.max_per_file} let {sel.held_back} crowded spans back in to fill k",
+        )
+    stem = sources.lexical.query_terms if sources.lexical is not None else None
+    groups = word_groups(text, stem)
+    found = [(c, to_result(c, s, groups, scfg.snippet_lines)) for c, s in sel.chosen]
+    return found, groups
+
+
+__all__ = ["Selection", "best_window", "present", "select", "snippet", "to_result"]

@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llmc.errors import StoreError
 from llmc.search.query import Identifier, symbol_lookups
-from llmc.search.types import Hit, RankedList, list_name
+from llmc.search.types import BM25, DENSE, EXACT, Hit, RankedList
 from llmc.types import CODE, StoredSpan
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
+
+    from llmc.models.embedder import Embedder
+    from llmc.store.db import Store
+    from llmc.store.lexical import LexicalIndex
 
 # Definitions first, code before docs: the order of an exact-symbol answer.
 _KIND_ORDER = {"class": 0, "function": 0, "method": 0, "module": 1, "section": 2}
@@ -28,7 +32,7 @@ _STUB_SUFFIXES = (".pyi", ".d.ts", ".d.mts", ".d.cts")
 
 
 def bm25(
-    lexical: Any,
+    lexical: LexicalIndex,
     query: str,
     category: str,
     depth: int,
@@ -45,13 +49,14 @@ def bm25(
     except (ValueError, OSError, RuntimeError) as e:
         raise StoreError(f"lexical search failed: {e}") from e
     return RankedList(
-        name=list_name("bm25", category),
+        retriever=BM25,
+        category=category,
         hits=tuple(Hit(h.span_id, h.score) for h in hits),
         ms=(time.perf_counter() - started) * 1000,
     )
 
 
-def dense(store: Any, vector: np.ndarray, category: str, depth: int) -> RankedList:
+def dense(store: Store, vector: np.ndarray, category: str, depth: int) -> RankedList:
     """The ``depth`` nearest spans of ``category`` by cosine similarity."""
     started = time.perf_counter()
     try:
@@ -59,13 +64,14 @@ def dense(store: Any, vector: np.ndarray, category: str, depth: int) -> RankedLi
     except Exception as e:  # sqlite3 / sqlite-vec errors have no common base
         raise StoreError(f"vector search failed: {e}") from e
     return RankedList(
-        name=list_name("dense", category),
+        retriever=DENSE,
+        category=category,
         hits=tuple(Hit(i, s) for i, s in hits),
         ms=(time.perf_counter() - started) * 1000,
     )
 
 
-def embed_query(embedder: Any, text: str) -> np.ndarray:
+def embed_query(embedder: Embedder, text: str) -> np.ndarray:
     """One normalised float32 query vector."""
     import numpy as np
 
@@ -85,7 +91,7 @@ def _definition_order(stored: StoredSpan) -> tuple:
 
 
 def definitions(
-    store: Any, idents: Sequence[Identifier], limit: int = 20
+    store: Store, idents: Sequence[Identifier], limit: int = 20
 ) -> list[tuple[Identifier, tuple[StoredSpan, ...]]]:
     """For each identifier, the spans that define it (symbol or qualified name equal),
     best first; ``a.b.C`` falls back to ``b.C``, then ``C``. Identifiers that define
@@ -103,7 +109,7 @@ def definitions(
     return out
 
 
-def file_spans(store: Any, paths: Sequence[str], per_file: int = 3) -> list[StoredSpan]:
+def file_spans(store: Store, paths: Sequence[str], per_file: int = 3) -> list[StoredSpan]:
     """The first spans (file order) of each indexed file named in the query."""
     out: list[StoredSpan] = []
     for path in paths:
@@ -115,7 +121,7 @@ def file_spans(store: Any, paths: Sequence[str], per_file: int = 3) -> list[Stor
     return out
 
 
-def span_paths(store: Any, ids: Sequence[int]) -> dict[int, str]:
+def span_paths(store: Store, ids: Sequence[int]) -> dict[int, str]:
     """Span id → file path, without reading span texts (for path-based weights)."""
     try:
         return store.paths_by_ids(ids)
@@ -126,7 +132,7 @@ def span_paths(store: Any, ids: Sequence[int]) -> dict[int, str]:
 def exact_list(spans: Sequence[StoredSpan]) -> RankedList:
     """The ``exact`` ranked list: spans in the given order, each scored 1."""
     seen = dict.fromkeys(s.id for s in spans)
-    return RankedList(name="exact", hits=tuple(Hit(i, 1.0) for i in seen))
+    return RankedList(retriever=EXACT, category=None, hits=tuple(Hit(i, 1.0) for i in seen))
 
 
 __all__ = [

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from llmc.config import SearchConfig
 from llmc.errors import LlmcError
 from llmc.search.query import (
     CODE_EXTENSIONS,
@@ -265,4 +266,25 @@ def fixed_route(route: str, source: str) -> RouteDecision:
     return RouteDecision(route, p_code, weights, confidence, (reason,), source=source)
 
 
-__all__ = ["evidence", "fixed_route", "is_test_path", "route_query"]
+def choose_route(
+    text: str,
+    flag: str | None,
+    defined: Sequence[str],
+    scfg: SearchConfig,
+    refine: Callable[[str, Sequence[str], RouteDecision], RouteDecision] | None = None,
+) -> RouteDecision:
+    """The route of one query: ``--route`` (flag), else ``search.route``, else the router
+    (when ``search.routing`` is on), whose decision ``refine`` may replace (the learned
+    intent model of `llmc tune`)."""
+    chosen = flag if flag is not None else scfg.route
+    if chosen != "auto":
+        return fixed_route(chosen, "flag" if flag is not None else "config")
+    if not scfg.routing:
+        return fixed_route("mixed", "off")
+    decision = route_query(
+        text, defined, scfg.route_drop_confidence, scfg.min_route_weight, scfg.test_weight
+    )
+    return refine(text, defined, decision) if refine is not None else decision
+
+
+__all__ = ["choose_route", "evidence", "fixed_route", "is_test_path", "route_query"]

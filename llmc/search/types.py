@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from llmc.search.hyde_report import HydeReport
 
 CODE_ROUTE = "code"
 DOCS_ROUTE = "docs"
@@ -19,6 +22,8 @@ TESTS = "tests"  # a weight, not a route: test files within the code route
 
 # Routes name what the user asks for ("docs"); store categories name what a span is ("doc").
 ROUTE_CATEGORY = {CODE_ROUTE: "code", DOCS_ROUTE: "doc"}
+CATEGORY_ROUTE = {category: route for route, category in ROUTE_CATEGORY.items()}
+BM25, DENSE, HYDE, EXACT = "bm25", "dense", "hyde", "exact"  # the retrievers
 
 
 def list_name(retriever: str, category: str | None = None) -> str:
@@ -70,11 +75,19 @@ class Hit:
 
 @dataclass(frozen=True)
 class RankedList:
-    """What one retriever returned for one category, best first."""
+    """What one retriever returned for one category, best first.
 
-    name: str  # bm25.code, dense.doc, exact
+    ``category`` is None for a list over both categories (merged routes, ``exact``)."""
+
+    retriever: str  # bm25 | dense | hyde | exact
+    category: str | None
     hits: tuple[Hit, ...]
     ms: float = 0.0
+
+    @property
+    def name(self) -> str:
+        """The list's name in traces and fusion weights: ``bm25.code``, ``exact``."""
+        return list_name(self.retriever, self.category)
 
     @property
     def top_score(self) -> float:
@@ -204,7 +217,7 @@ class SearchResponse:
     warnings: tuple[str, ...] = ()
     highlight_terms: tuple[str, ...] = ()
     explain: Explain | None = None
-    hyde: Any = None  # search.hyde.HydeReport when the HyDE stage considered the query
+    hyde: HydeReport | None = None  # when the HyDE stage considered the query
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -223,7 +236,12 @@ class SearchResponse:
 
 
 __all__ = [
+    "BM25",
+    "CATEGORY_ROUTE",
     "CODE_ROUTE",
+    "DENSE",
+    "EXACT",
+    "HYDE",
     "DOCS_ROUTE",
     "INTENTS",
     "MIXED_ROUTE",

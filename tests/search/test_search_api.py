@@ -27,16 +27,19 @@ def paths_of(response: SearchResponse) -> list[str]:
 
 def test_reusable_and_models_load_once(searcher) -> None:
     searcher.warm()
-    embedders = dict(searcher._embedders)
+    embedders = dict(searcher.sources.embedders)
     first = searcher.search("ShoppingCart")
     second = searcher.search("how do I install the toolkit with pip", k=3)
     assert first.results[0].symbol == "ShoppingCart"
     assert second.results[0].symbol == "Installing with pip"
     assert len(second.results) == 3
-    assert searcher._embedders == embedders  # same objects, nothing reloaded
-    store, lexical = searcher._store, searcher._lexical
+    assert searcher.sources.embedders == embedders  # same objects, nothing reloaded
+    store, lexical = searcher.sources.store, searcher.sources.lexical
     searcher.search("discount codes")
-    assert (searcher._store, searcher._lexical) == (store, lexical)  # opened once, reused
+    assert (searcher.sources.store, searcher.sources.lexical) == (
+        store,
+        lexical,
+    )  # opened once, reused
     assert "open" in second.timings_ms
 
 

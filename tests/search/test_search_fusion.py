@@ -19,7 +19,8 @@ from llmc.search.types import Candidate, Hit, RankedList
 
 
 def ranked(name: str, *pairs: tuple[int, float]) -> RankedList:
-    return RankedList(name, tuple(Hit(i, s) for i, s in pairs))
+    retriever, _, category = name.partition(".")
+    return RankedList(retriever, category or None, tuple(Hit(i, s) for i, s in pairs))
 
 
 A = ranked("bm25.code", (10, 9.0), (20, 5.0), (30, 1.0))

@@ -1,0 +1,136 @@
+"""The retrieve stage: every retriever's ranked list for one query.
+
+BM25 and dense lists for each route the decision searches; when the favoured route finds
+nothing above the floor, the other route is searched at full weight (so a non-empty index
+never comes back empty with dense search on); adaptive HyDE adds its lists for vague
+queries; the exact-symbol definitions come last as the ``exact`` list.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from llmc.errors import StoreError
+from llmc.search import retrieve
+from llmc.search.exact import ExactMatch, pinned_categories
+from llmc.search.trace import Trace
+from llmc.search.types import (
+    BM25,
+    CODE_ROUTE,
+    DENSE,
+    DOCS_ROUTE,
+    ROUTE_CATEGORY,
+    RankedList,
+    RouteDecision,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from llmc.search import hyde
+    from llmc.search.sources import Sources
+
+
+def retrieve_lists(
+    sources: Sources,
+    text: str,
+    decision: RouteDecision,
+    exact: ExactMatch,
+    k: int,
+    trace: Trace,
+    hyde_stage: hyde.HydeStage | None,
+) -> tuple[list[RankedList], RouteDecision]:
+    """The ranked lists for ``text`` and the decision, widened by a route fallback."""
+    lists: dict[str, list[RankedList]] = {}
+    for r in (CODE_ROUTE, DOCS_ROUTE):
+        if decision.weight(r) > 0:
+            lists[r] = route_lists(sources, text, ROUTE_CATEGORY[r], k, trace)
+    favoured, other = (
+        (CODE_ROUTE, DOCS_ROUTE) if decision.p_code >= 0.5 else (DOCS_ROUTE, CODE_ROUTE)
+    )
+    pinned_favoured = ROUTE_CATEGORY[favoured] in pinned_categories(sources, exact.pinned)
+    floor = sources.cfg.search.dense_floor
+    if not found(lists.get(favoured, []), pinned_favoured, floor) and decision.weight(other) < 1:
+        if other not in lists:
+            lists[other] = route_lists(sources, text, ROUTE_CATEGORY[other], k, trace)
+        why = f"fallback: the {favoured} route found nothing above the floor; {other} searched"
+        decision = dataclasses.replace(
+            decision,
+            weights={**decision.weights, other: 1.0},
+            reasons=(*decision.reasons, why),
+        )
+        trace.note("retrieve", why)
+    out = [ranked for r in (CODE_ROUTE, DOCS_ROUTE) for ranked in lists.get(r, [])]
+    if hyde_stage is not None:
+        out = run_hyde(sources, hyde_stage, text, decision, out, k, trace)
+    if exact.fused:
+        out.append(retrieve.exact_list(exact.fused))
+    for ranked in out:
+        top = f", top {ranked.top_score:.3f}" if ranked.hits else ""
+        trace.note("retrieve", f"{ranked.name}: {len(ranked.hits)} hits{top}")
+    return out, decision
+
+
+def route_lists(
+    sources: Sources, text: str, category: str, k: int, trace: Trace
+) -> list[RankedList]:
+    """BM25 and dense lists over ``category``'s spans (each when switched on and able)."""
+    scfg = sources.cfg.search
+    out: list[RankedList] = []
+    if scfg.bm25 and sources.lexical is not None:
+        with trace.stage("bm25"):
+            try:
+                out.append(retrieve.bm25(sources.lexical, text, category, max(scfg.bm25_depth, k)))
+            except StoreError as e:
+                trace.warn(f"{e}: BM25 skipped")
+    if scfg.dense:
+        vector = sources.query_vector(text, category, trace)
+        if vector is not None:
+            with trace.stage("dense"):
+                depth = max(scfg.dense_depth, k)
+                out.append(retrieve.dense(sources.store, vector, category, depth))
+    return out
+
+
+def found(lists: Sequence[RankedList], pinned: bool, dense_floor: float) -> bool:
+    """Whether a route found something: any BM25 hit, a dense hit at the floor, a pin."""
+    for ranked in lists:
+        if ranked.retriever == BM25 and ranked.hits:
+            return True
+        if ranked.retriever == DENSE and ranked.top_score >= dense_floor:
+            return True
+    return pinned
+
+
+def run_hyde(
+    sources: Sources,
+    stage: hyde.HydeStage,
+    text: str,
+    decision: RouteDecision,
+    lists: list[RankedList],
+    k: int,
+    trace: Trace,
+) -> list[RankedList]:
+    """Adaptive HyDE (search/hyde.py) for vague queries: ``hyde.*`` dense lists from
+    hypothetical answers, BM25 lists re-searched with Rocchio terms. Never raises for
+    the LLM: a missing, slow or babbling one leaves the lists as they are, one warning."""
+    scfg = sources.cfg.search
+    with trace.stage("hyde"):
+        outcome = stage.run(
+            text,
+            decision,
+            lists,
+            store=sources.store,
+            lexical=sources.lexical if scfg.bm25 else None,
+            embed=sources.embed_passages,
+            depth=max(scfg.dense_depth, scfg.bm25_depth, k),
+        )
+    for note in outcome.notes:
+        trace.note("hyde", note)
+    for warning in outcome.warnings:
+        trace.warn(warning)
+    trace.hyde = outcome.report
+    return outcome.lists
+
+
+__all__ = ["found", "retrieve_lists", "route_lists", "run_hyde"]
