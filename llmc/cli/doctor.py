@@ -1,0 +1,37 @@
+"""`llmc doctor`: what this machine can run (logic: llmc/models/doctor.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from llmc.cli import render
+from llmc.cli.options import json_option, repo_option, setup_logging, verbose_option
+
+
+@click.command("doctor")
+@repo_option
+@json_option
+@verbose_option
+@click.pass_context
+def doctor_cmd(ctx: click.Context, root: Path, as_json: bool, verbose: int) -> None:
+    """Show what this machine can run: LLM providers, models, device, sqlite-vec, tree-sitter.
+
+    Exits 1 when a required component (sqlite-vec, tree-sitter) is broken.
+    """
+    from llmc.config import load_config
+    from llmc.models.doctor import run_doctor
+
+    setup_logging(verbose)
+    report = run_doctor(load_config(root))
+    if as_json:
+        render.print_json(report.as_dict())
+    else:
+        for line in report.lines():
+            click.echo(line)
+    if not report.ok:
+        ctx.exit(1)
+
+
+COMMANDS = (doctor_cmd,)

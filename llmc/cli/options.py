@@ -1,0 +1,97 @@
+"""What every command shares: the group that turns LlmcError into one line, the options
+spelled the same everywhere (``--repo``, ``--json``, ``-v``), and logging to stderr."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from llmc.errors import LlmcError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class LlmcFailure(click.ClickException):
+    """An LlmcError on its way out: ``Error: <message>`` on stderr, the error's exit code."""
+
+    def __init__(self, error: LlmcError):
+        super().__init__(str(error))
+        self.exit_code = getattr(error, "exit_code", 1)
+
+
+class LlmcGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except LlmcError as e:
+            raise LlmcFailure(e) from e
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            ctx.exit(130)
+
+
+def _resolve_root(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path:
+    from llmc.paths import find_repo_root
+
+    return find_repo_root(value)
+
+
+_REPO_HELP = "Repository root (default: the git root or the current directory)."
+_REPO_TYPE = click.Path(file_okay=False, path_type=Path)
+
+
+def repo_option(f: F) -> F:
+    """``--repo DIR``, resolved once to the repository root: the command gets ``root: Path``."""
+    return click.option(
+        "--repo", "root", type=_REPO_TYPE, default=None, callback=_resolve_root, help=_REPO_HELP
+    )(f)
+
+
+def repo_path_option(f: F) -> F:
+    """``--repo DIR`` as given (None when absent), for commands that resolve it themselves."""
+    return click.option("--repo", "repo", type=_REPO_TYPE, default=None, help=_REPO_HELP)(f)
+
+
+verbose_option = click.option(
+    "-v", "--verbose", count=True, help="More logs on stderr (-v info, -vv debug)."
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
+
+
+def setup_logging(verbose: int, quiet: bool = False, fmt: str | None = None) -> None:
+    """Log llmc's records on stderr at the level -v / -q ask for."""
+    level = logging.WARNING
+    if quiet:
+        level = logging.ERROR
+    elif verbose == 1:
+        level = logging.INFO
+    elif verbose >= 2:
+        level = logging.DEBUG
+    root = logging.getLogger("llmc")
+    root.setLevel(level)
+    if not any(getattr(h, "_llmc", False) for h in root.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler._llmc = True  # type: ignore[attr-defined]
+        root.addHandler(handler)
+    for h in root.handlers:
+        h.setLevel(level)
+        if hasattr(h, "setStream"):
+            h.setStream(sys.stderr)
+        if getattr(h, "_llmc", False):
+            h.setFormatter(logging.Formatter(fmt or "%(levelname)s %(name)s: %(message)s"))
+
+
+__all__ = [
+    "LlmcFailure",
+    "LlmcGroup",
+    "json_option",
+    "repo_option",
+    "repo_path_option",
+    "setup_logging",
+    "verbose_option",
+]

@@ -1,0 +1,418 @@
+"""Everything `llmc` prints: rich tables, panels, progress bars and plain lines.
+
+The command modules hand it the library's records; it decides how they look. Results go
+to stdout, progress and warnings to stderr; NO_COLOR switches colour off.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from llmc.eval.runner import EvalReport
+    from llmc.hooks import HookState
+    from llmc.index.status import IndexStatus
+    from llmc.learn.kappa import Agreement
+    from llmc.learn.label import Item
+    from llmc.learn.tune import Estimate, TuneReport
+    from llmc.search.hyde import HydeReport
+    from llmc.search.types import SearchResponse
+    from llmc.types import IndexSummary
+
+
+def console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
+    return Console(
+        stderr=stderr, no_color=bool(os.environ.get("NO_COLOR")), highlight=False, soft_wrap=True
+    )
+
+
+def print_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, ensure_ascii=False, default=str))
+
+
+class RichProgress:
+    """Rich progress bars on stderr for the indexer's phases (library code stays rich-free)."""
+
+    def __init__(self, enabled: bool) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.console = console(stderr=True)
+        self._progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description:<12}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=True,
+            disable=not enabled,
+        )
+        self._task = None
+        self.enabled = enabled
+
+    def __enter__(self) -> RichProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def phase(self, name: str, total: int | None) -> None:
+        if self._task is not None:
+            self._progress.remove_task(self._task)
+        self._task = self._progress.add_task(name, total=total)
+
+    def advance(self, n: int = 1) -> None:
+        if self._task is not None and n:
+            self._progress.advance(self._task, n)
+
+    def note(self, message: str) -> None:
+        if self.enabled:
+            self.console.print(message)
+        else:
+            logging.getLogger("llmc").info(message)
+
+
+def print_index_summary(summary: IndexSummary, verbose: int) -> None:
+    con = console()
+
+    def counts(d: dict[str, int]) -> str:
+        return ", ".join(f"{k} {v}" for k, v in sorted(d.items(), key=lambda kv: -kv[1])) or "-"
+
+    if summary.dry_run:
+        con.print(
+            f"plan: {summary.files_indexed} files to (re)index, {summary.files_unchanged} "
+            f"unchanged, {summary.files_removed} to remove"
+        )
+        con.print(f"  languages: {counts(summary.files_by_lang)}")
+        con.print(
+            f"  ~{summary.estimated_spans} spans ({summary.embed_cached} cached), "
+            f"embedding ~{summary.estimated_embed_seconds:.0f}s"
+        )
+    else:
+        con.print(
+            f"indexed {summary.files_indexed} files ({summary.files_unchanged} unchanged, "
+            f"{summary.files_removed} removed) in {summary.seconds:.1f}s; "
+            f"{summary.spans_total} spans in the index"
+        )
+        if summary.files_by_lang:
+            con.print(f"  languages: {counts(summary.files_by_lang)}")
+        if summary.spans_by_kind:
+            con.print(f"  spans: {counts(summary.spans_by_kind)}")
+        rate = (
+            f", {summary.embedded / summary.embed_seconds:.0f} spans/s"
+            if summary.embed_seconds
+            else ""
+        )
+        con.print(f"  embedded {summary.embedded}, from cache {summary.embed_cached}{rate}")
+        for what in summary.repaired:
+            con.print(f"  repaired: {what} (rebuilt from SQLite)")
+    if summary.skipped:
+        if verbose:
+            for s in summary.skipped:
+                con.print(f"  skip {s.path}: {s.reason} ({s.detail})", markup=False)
+        else:
+            con.print(
+                f"skipped {len(summary.skipped)} files: {counts(summary.skipped_by_reason)} "
+                "(-v shows why)"
+            )
+
+
+def _print_hyde(con: Console, report: HydeReport | None) -> None:
+    """The HyDE diagnostics of --explain: never results, only what the stage did."""
+    from rich.markup import escape
+
+    if report is None:
+        return
+    if not report.used:
+        con.print(f"[bold]hyde[/] not used: {escape(report.reason)}")
+        return
+    con.print(
+        f"[bold]hyde[/] {escape(report.model)}: {len(report.hypotheses)} hypothesis(es), "
+        f"LLM {report.llm_ms:.0f} ms, stage {report.took_ms:.0f} ms"
+    )
+    for t in report.thresholds:
+        found = f"threshold {t.threshold:g}" if t.threshold is not None else "nothing found"
+        con.print(
+            f"  {t.category}: {found} after {t.steps} step(s) down, {t.hits} hits, "
+            f"best cosine {t.best:.3f}"
+        )
+    for h in report.hypotheses:
+        first = " ".join(h.text.split())[:160]
+        cached = ", cached" if h.cached else ""
+        con.print(f"  [dim]{h.route} #{h.seed} ({h.latency_ms:.0f} ms{cached}):[/] {escape(first)}")
+    if report.expansion:
+        terms = ", ".join(f"{t} {w:.2f}" for t, w in report.expansion.items())
+        con.print(f"  BM25 terms: {escape(terms)}")
+
+
+def print_search(con: Console, response: SearchResponse, explain: bool) -> None:
+    """Rank, path:start-end, symbol, score, then the snippet with the query words lit."""
+    import re
+
+    from rich.markup import escape
+    from rich.text import Text
+
+    terms = sorted({t for t in response.highlight_terms if t}, key=len, reverse=True)
+    pattern = (
+        r"(?i)(?<![A-Za-z0-9])(?:" + "|".join(re.escape(t) for t in terms) + r")[A-Za-z0-9]*"
+        if terms
+        else None
+    )
+    if explain:
+        _print_explain(con, response)
+    if not response.results:
+        con.print("no results", style="yellow")
+    for rank, r in enumerate(response.results, start=1):
+        symbol = f"  [bold]{escape(r.symbol)}[/] [dim]{escape(r.kind)}[/]" if r.symbol else ""
+        con.print(
+            f"[bold cyan]{rank:>2}.[/] [green]{escape(r.path)}[/]:{r.start_line}-{r.end_line}"
+            f"{symbol}  [dim]{r.score:.4f} {escape(','.join(r.sources))}[/]"
+        )
+        width = len(str(r.snippet_start_line + r.snippet.count("\n")))
+        for i, line in enumerate(r.snippet.split("\n")):
+            text = Text(f"   {r.snippet_start_line + i:>{width}} │ ", style="dim")
+            body = Text(line)
+            if pattern:
+                body.highlight_regex(pattern, style="bold yellow")
+            con.print(text + body, overflow="ellipsis", no_wrap=True)
+    for w in response.warnings:
+        console(stderr=True).print(f"warning: {w}", markup=False, style="yellow")
+
+
+def print_search_error(query: str, error: Exception, as_json: bool) -> None:
+    """A failed query of a batch: an error object with --json, else one line."""
+    if as_json:
+        print_json({"query": query, "error": str(error)})
+    else:
+        console().print(f"error: {error}", markup=False)
+
+
+def _print_explain(con: Console, response: SearchResponse) -> None:
+    from rich.markup import escape
+
+    route, ex = response.route, response.explain
+    con.print(
+        f"[bold]route[/] {route.intent} (p_code {route.p_code:.2f}, confidence "
+        f"{route.confidence:.2f}, {route.source}); route weights "
+        + ", ".join(f"{k} {v:.2f}" for k, v in route.weights.items())
+        + "; list weights "
+        + ", ".join(f"{k} {v:.2f}" for k, v in route.list_weights.items())
+    )
+    for reason in route.reasons:
+        con.print(f"  · {escape(reason)}")
+    _print_hyde(con, getattr(response, "hyde", None))
+    if ex is None:
+        return
+    for name, hits in ex.lists.items():
+        con.print(f"[bold]{escape(name)}[/] top {len(hits)}")
+        for h in hits:
+            con.print(
+                f"  {h.rank:>2}. {escape(h.path)}:{h.start_line}-{h.end_line} "
+                f"{escape(h.symbol)} [dim]{h.score:.4f}[/]"
+            )
+    con.print(f"[bold]fusion[/] {ex.fusion}")
+    rows = zip(response.results, ex.ranks, ex.contributions, strict=True)
+    for n, (r, ranks, contrib) in enumerate(rows, start=1):
+        parts = ", ".join(f"{name} {v:.4f} (#{ranks[name]})" for name, v in contrib.items())
+        pinned = " pinned (exact symbol)" if "exact" in ranks and "exact" not in contrib else ""
+        con.print(f"  {n:>2}. {escape(r.path)}:{r.start_line} = {r.score:.4f}{pinned}: {parts}")
+    for s in ex.stages:
+        con.print(f"[bold]{escape(s.stage)}[/] {escape(s.note)}")
+    con.print(
+        "[dim]timings ms: "
+        + ", ".join(f"{k} {v:.1f}" for k, v in response.timings_ms.items())
+        + f"; total {response.took_ms:.1f}[/]"
+    )
+    con.print()
+
+
+def print_eval(report: EvalReport, compared: bool) -> None:
+    from rich import box
+    from rich.table import Table
+
+    from llmc.eval import report as fmt
+
+    con = console()
+    con.print(f"{report.set_name}: {report.n_queries} queries, k={report.k}, repo {report.root}")
+    tables = [
+        (fmt.QUALITY_COLUMNS, fmt.quality_rows(report), None),
+        (fmt.LATENCY_COLUMNS, fmt.latency_rows(report), "p: paired tests against default"),
+        (fmt.INTENT_COLUMNS, fmt.intent_rows(report), None),
+    ]
+    if compared:
+        tables.append(
+            (fmt.COMPARE_COLUMNS, fmt.comparison_rows(report), "Wilcoxon on RR, McNemar on hit@5")
+        )
+    for columns, rows, caption in tables:
+        table = Table(caption=caption, box=box.SIMPLE_HEAD, pad_edge=False)
+        for i, column in enumerate(columns):
+            table.add_column(column, no_wrap=i == 0)
+        for row in rows:
+            table.add_row(*row)
+        con.print(table)
+    for name in report.skipped_variants:
+        con.print(f"skipped variant {name}: its stage is not in this build", markup=False)
+    if report.warnings:
+        con.print(f"{len(report.warnings)} judgments do not fit the repo (-v shows them)")
+
+
+def print_hooks(states: list[HookState], as_json: bool) -> None:
+    if as_json:
+        print_json([s.to_json() for s in states])
+        return
+    for s in states:
+        click.echo(f"{s.hook:<14} {s.state:<10} {s.path}" + (f"  ({s.detail})" if s.detail else ""))
+
+
+def print_label_item(con: Console, item: Item) -> None:
+    from rich.markup import escape
+
+    symbol = f"  [bold]{escape(item.symbol)}[/] [dim]{escape(item.kind)}[/]" if item.symbol else ""
+    why = f"  [dim]disagreement {item.disagreement:.2f}[/]" if item.disagreement else ""
+    con.print(
+        f"[bold cyan]{item.rank:>2}.[/] [green]{escape(item.path)}[/]:{item.start_line}-"
+        f"{item.end_line}{symbol}  [dim]{item.tag}, {escape(','.join(item.sources))}[/]{why}"
+    )
+    for line in item.snippet.split("\n"):
+        con.print(f"     │ {line}", markup=False, overflow="ellipsis", no_wrap=True)
+
+
+def print_kappa(pairs: list[Agreement], as_json: bool) -> None:
+    if as_json:
+        return print_json({"agreement": [a.to_json() for a in pairs]})
+    if not pairs:
+        click.echo("no item was labeled by two labelers: no agreement to measure")
+    for a in pairs:
+        click.echo(
+            f"{a.a} vs {a.b}: {a.n} items, agree {a.observed:.0%}, kappa {a.kappa:.3f}, "
+            f"weighted (quadratic) {a.weighted_kappa:.3f}, relevant-or-not {a.relevant_kappa:.3f}"
+        )
+
+
+def print_tune(report: TuneReport) -> None:
+    from rich import box
+    from rich.table import Table
+
+    con = console()
+    what = f"{report.folds}-fold cross-validation" if report.folds else "held-out split"
+    con.print(
+        f"tune {report.root}: {report.n_train} training / {report.n_test} held-out queries "
+        f"({what}); sources {report.sources}; {report.evaluations} weight settings tried"
+    )
+    table = Table(caption="held-out queries", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("", "nDCG@10", "MRR@10", "hit@5", "Δ nDCG", "p nDCG", "p RR", "p hit@5"):
+        table.add_column(column)
+    tests = {c.b: c for c in report.comparisons}
+    for name, ev in report.heldout.items():
+        c = tests.get(name)
+        extra = (
+            [f"{c.delta_ndcg:+.4f}", f"{c.p_ndcg:.3g}", f"{c.p_rr:.3g}", f"{c.p_hit5:.3g}"]
+            if c else [""] * 4
+        )  # fmt: skip
+        table.add_row(name, f"{ev.ndcg:.4f}", f"{ev.mrr:.4f}", f"{ev.hit5:.4f}", *extra)
+    con.print(table)
+    for key, value in report.after.items():
+        if report.before.get(key) != value:
+            con.print(f"  {key}: {report.before.get(key)} -> {value}", markup=False)
+    for fold in report.fold_params:
+        con.print(f"  fold: {fold}", markup=False)
+    if report.finetune:
+        f = report.finetune
+        con.print(
+            f"  reranker fine-tune: {f['steps']} steps on {f['pairs']} in {f['seconds']}s "
+            f"({f['device']}), loss {f['loss_first']} -> {f['loss_last']}; "
+            + ("kept (used when search.rerank is on)" if f["kept"] else "not kept"),
+            markup=False,
+        )
+    if report.intent:
+        i = report.intent
+        kept = "kept" if i.get("kept") else f"not kept ({i.get('why', '')})"
+        con.print(
+            f"  intent model: {kept}; held-out route accuracy heuristic "
+            f"{i.get('heldout_heuristic_acc', 0):.2f} -> {i.get('heldout_combined_acc', 0):.2f}",
+            markup=False,
+        )
+    for note in report.notes:
+        con.print(f"  {note}", markup=False)
+    con.print(
+        f"saved {report.path}" if report.saved else f"not saved: {report.why_not_saved}",
+        markup=False,
+    )
+    con.print(f"took {report.seconds:.0f}s")
+
+
+def print_tune_estimate(est: Estimate, as_json: bool) -> None:
+    """`llmc tune --dry-run`: how many searches tuning takes, and roughly how long."""
+    if as_json:
+        return print_json(est.to_json())
+    stale = " (the index is stale: updating it comes on top)" if est.index_stale else ""
+    click.echo(
+        f"{est.queries} queries ({est.train} training, {est.heldout} held out), about "
+        f"{est.searches} searches at {est.seconds_per_search * 1000:.0f} ms: roughly "
+        f"{est.seconds:.0f}s{stale}"
+    )
+
+
+def print_config(items: list[tuple[str, Any, str]], as_json: bool) -> None:
+    """`llmc config`: each key, its value and where the value came from."""
+    if as_json:
+        return print_json({k: {"value": v, "source": s} for k, v, s in items})
+    from rich.table import Table
+
+    table = Table("key", "value", "source", box=None)
+    for key, value, source in items:
+        table.add_row(key, json.dumps(value), source)
+    console().print(table)
+
+
+def print_status(st: IndexStatus, verbose: int) -> None:
+    """`llmc status`: freshness, counts, models, device, sizes; -v lists changed files."""
+    from llmc.index.status import age
+
+    con = console()
+    stale = len(st.changed_files) + len(st.new_files) + len(st.deleted_files)
+    state = "fresh" if st.fresh else f"stale: {stale} files changed since the last index"
+    con.print(f"{st.root}: {state} (indexed {age(st.indexed_at)}, generation {st.generation})")
+    if not st.lexical_fresh:
+        con.print("  lexical index is behind the store (run `llmc index` to repair)")
+    if st.uncommitted_changes is not None:
+        con.print(f"  uncommitted changes in git: {st.uncommitted_changes}")
+    con.print(
+        f"  {st.files} files, {st.spans} spans ({st.code_spans} code, {st.doc_spans} docs), "
+        f"{st.cached_vectors} cached vectors"
+    )
+    con.print(f"  models: code {st.models['code']}; docs {st.models['doc']}")
+    con.print(f"  device: {st.device}")
+    mib = 1024 * 1024
+    con.print(
+        f"  size: db {st.db_bytes / mib:.1f} MiB, lexical {st.lexical_bytes / mib:.1f} MiB, "
+        f"graph {st.graph_bytes / mib:.1f} MiB"
+    )
+    if verbose:
+        for label, paths in (
+            ("changed", st.changed_files),
+            ("new", st.new_files),
+            ("deleted", st.deleted_files),
+        ):
+            for p in paths:
+                con.print(f"  {label}: {p}", markup=False)

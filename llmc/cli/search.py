@@ -1,0 +1,174 @@
+"""`llmc search`: flags become config overrides, the pipeline answers, render prints
+(logic: llmc/search/; a running daemon answers --json queries warm)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from llmc.cli import render
+from llmc.cli.options import json_option, repo_option, setup_logging, verbose_option
+
+if TYPE_CHECKING:
+    from llmc.config import Config
+
+
+def _search_overrides(
+    no_bm25: bool, no_dense: bool, no_routing: bool, no_exact: bool, fusion: str | None
+) -> dict[str, Any]:
+    return {
+        "search.bm25": False if no_bm25 else None,
+        "search.dense": False if no_dense else None,
+        "search.routing": False if no_routing else None,
+        "search.exact_symbol": False if no_exact else None,
+        "search.fusion": fusion,
+    }
+
+
+def _hyde_overrides(hyde: bool | None) -> dict[str, Any]:
+    """--hyde: HyDE for every query, ungated; --no-hyde: the stage off."""
+    if hyde is None:
+        return {}
+    return {"search.hyde": True, "hyde.mode": "always"} if hyde else {"search.hyde": False}
+
+
+def _second_stage_overrides(
+    graph: bool | None, rerank: bool | None, llm_rerank: bool | None
+) -> dict[str, Any]:
+    """--graph/--no-graph, --rerank/--no-rerank: those stages on or off; --llm-rerank: the
+    LLM reranks every query, ungated; --no-llm-rerank: that stage off. None: as configured."""
+    out: dict[str, Any] = {"search.graph": graph, "search.rerank": rerank}
+    if llm_rerank is not None:
+        out["search.llm_rerank"] = llm_rerank
+        if llm_rerank:
+            out["llm_rerank.always"] = True
+    return out
+
+
+def _log_query(root: Path, cfg: Config, response: dict[str, Any]) -> None:
+    """Append one answered query to .llmc/queries.jsonl when learn.log_queries is on."""
+    if cfg.learn.log_queries:
+        from llmc.learn.querylog import log_search
+
+        log_search(root, response, cfg.learn.query_log_max)
+
+
+def _stdin_queries() -> Iterator[str]:
+    """One query per stdin line, decoded leniently (binary garbage is the query's problem)."""
+    binary = getattr(sys.stdin, "buffer", None)
+    if binary is None:  # an already-decoded stream
+        yield from (line.rstrip("\r\n") for line in sys.stdin)
+        return
+    for raw in binary:
+        yield raw.rstrip(b"\r\n").decode("utf-8", "replace")
+
+
+def _search_one(root: Path, cfg: Config, query: str, ask: dict[str, Any], as_json: bool) -> None:
+    """One query: a running daemon answers --json warm, else this process searches."""
+    from llmc.daemon.client import try_daemon
+    from llmc.search import Searcher
+
+    answer = try_daemon(root, "search", {"query": query, **ask}, cfg) if as_json else None
+    if answer is not None:
+        _log_query(root, cfg, answer)  # learn.log_queries (llmc/learn/querylog.py)
+        return render.print_json(answer)
+    with Searcher(root, cfg) as searcher:
+        response = searcher.search(query, **ask)
+    _log_query(root, cfg, response.to_json())
+    if as_json:
+        render.print_json(response.to_json())
+    else:
+        render.print_search(render.console(), response, ask["explain"])
+
+
+def _search_batch(root: Path, cfg: Config, ask: dict[str, Any], as_json: bool) -> int:
+    """One query per stdin line, one answer each; a failed query is an error object and
+    the batch goes on (a missing index stops it). Returns how many failed."""
+    from llmc.errors import IndexMissingError, LlmcError
+    from llmc.search import Searcher
+
+    failed = 0
+    con = render.console()
+    with Searcher(root, cfg) as searcher:
+        searcher.warm()
+        for q in _stdin_queries():
+            try:
+                response = searcher.search(q, **ask)
+            except IndexMissingError:
+                raise
+            except LlmcError as e:
+                failed += 1
+                render.print_search_error(q, e, as_json)
+                continue
+            if as_json:
+                render.print_json(response.to_json())
+            else:
+                con.print(f"» {response.query}", markup=False, style="bold")
+                render.print_search(con, response, ask["explain"])
+    return failed
+
+
+@click.command("search")
+@click.argument("query")
+@click.option("-k", "k", type=click.IntRange(min=1), default=None, help="Results (search.k).")
+@click.option(
+    "--route", type=click.Choice(["auto", "code", "docs", "mixed"]), default=None,
+    help="Search code, docs or both; auto lets the router decide (search.route).",
+)  # fmt: skip
+@json_option
+@click.option("--explain", is_flag=True, help="Show the route, each retriever's hits, fusion.")
+@repo_option
+@click.option("--no-bm25", is_flag=True, help="Switch BM25 off (search.bm25).")
+@click.option("--no-dense", is_flag=True, help="Switch dense retrieval off (search.dense).")
+@click.option("--no-routing", is_flag=True, help="Search every route unweighted (search.routing).")
+@click.option("--no-exact", is_flag=True, help="No exact-symbol fast path (search.exact_symbol).")
+@click.option(
+    "--hyde/--no-hyde", default=None,
+    help="HyDE for every query, ungated / switched off (search.hyde, hyde.mode).",
+)  # fmt: skip
+@click.option(
+    "--graph/--no-graph", default=None,
+    help="Graph-neighbor expansion and priors on / off (search.graph).",
+)  # fmt: skip
+@click.option(
+    "--rerank/--no-rerank", default=None, help="Cross-encoder rerank on / off (search.rerank).",
+)  # fmt: skip
+@click.option(
+    "--llm-rerank/--no-llm-rerank", default=None,
+    help="LLM listwise rerank for every query, ungated / switched off (search.llm_rerank).",
+)  # fmt: skip
+@click.option(
+    "--fusion", type=click.Choice(["rrf", "weighted", "max"]), default=None,
+    help="How ranked lists are fused (search.fusion).",
+)  # fmt: skip
+@verbose_option
+def search_cmd(
+    query: str, k: int | None, route: str | None, as_json: bool, explain: bool,
+    root: Path, no_bm25: bool, no_dense: bool, no_routing: bool, no_exact: bool,
+    fusion: str | None, hyde: bool | None, graph: bool | None, rerank: bool | None,
+    llm_rerank: bool | None, verbose: int,
+) -> None:  # fmt: skip
+    """Search code and docs for QUERY; `-` reads one query per stdin line (batch mode).
+
+    With --json, each query prints one JSON object on one line: query, route, results
+    (path, start_line, end_line, symbol, kind, lang, score, sources, snippet), timings_ms,
+    took_ms, warnings. Paths are relative to the repo root, lines 1-based and inclusive.
+    """
+    from llmc.config import load_config
+
+    setup_logging(verbose)
+    overrides = _search_overrides(no_bm25, no_dense, no_routing, no_exact, fusion)
+    overrides |= _hyde_overrides(hyde) | _second_stage_overrides(graph, rerank, llm_rerank)
+    cfg = load_config(root, overrides)
+    ask = {"k": k, "route": route, "explain": explain}
+    if query != "-":
+        return _search_one(root, cfg, query, ask, as_json)
+    if failed := _search_batch(root, cfg, ask, as_json):
+        raise click.ClickException(f"{failed} of the queries failed (see their error objects)")
+
+
+COMMANDS = (search_cmd,)
