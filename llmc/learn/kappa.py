@@ -28,32 +28,23 @@ def cohen_kappa(
     categories: Sequence[Hashable] | None = None,
     weights: str | None = None,
 ) -> float:
-    """Cohen's kappa of two paired label sequences (see the module docstring)."""
+    """Cohen's kappa of two paired label sequences (see the module docstring), computed by
+    ``sklearn.metrics.cohen_kappa_score``; ``categories`` fixes the order weights use."""
     if len(a) != len(b):
         raise ValueError(f"paired labels differ in length: {len(a)} and {len(b)}")
     if not a:
         raise ValueError("no paired labels")
-    cats = list(categories) if categories is not None else sorted(set(a) | set(b), key=str)
-    index = {c: i for i, c in enumerate(cats)}
-    n, m = len(a), len(cats)
-    observed = [[0.0] * m for _ in range(m)]
-    for x, y in zip(a, b, strict=True):
-        observed[index[x]][index[y]] += 1.0 / n
-    row = [sum(observed[i]) for i in range(m)]
-    col = [sum(observed[i][j] for i in range(m)) for j in range(m)]
-    if weights is None:
-        w = [[0.0 if i == j else 1.0 for j in range(m)] for i in range(m)]
-    elif weights in ("linear", "quadratic"):
-        span = max(m - 1, 1)
-        power = 1 if weights == "linear" else 2
-        w = [[(abs(i - j) / span) ** power for j in range(m)] for i in range(m)]
-    else:
+    if weights not in (None, "linear", "quadratic"):
         raise ValueError(f"weights must be None, linear or quadratic, got {weights!r}")
-    disagree_obs = sum(w[i][j] * observed[i][j] for i in range(m) for j in range(m))
-    disagree_exp = sum(w[i][j] * row[i] * col[j] for i in range(m) for j in range(m))
-    if disagree_exp <= 1e-12:
-        return 1.0
-    return 1.0 - disagree_obs / disagree_exp
+    cats = list(categories) if categories is not None else sorted(set(a) | set(b), key=str)
+    unknown = (set(a) | set(b)) - set(cats)
+    if unknown:
+        raise ValueError(f"labels not among the categories: {sorted(unknown, key=str)}")
+    if len(set(a) | set(b)) == 1:
+        return 1.0  # one and the same grade throughout: chance agreement is already perfect
+    from sklearn.metrics import cohen_kappa_score
+
+    return float(cohen_kappa_score(list(a), list(b), labels=cats, weights=weights))
 
 
 @dataclass(frozen=True)
