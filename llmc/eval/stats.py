@@ -6,12 +6,12 @@
   normal approximation. scipy is imported when the test runs.
 - ``mcnemar``: two-sided exact McNemar test on paired booleans (llmc uses hit@5): with
   b = pairs where only A hits and c = pairs where only B hits, p = min(1, 2 *
-  P[X <= min(b, c)]) for X ~ Binomial(b + c, 1/2). Pure Python.
+  P[X <= min(b, c)]) for X ~ Binomial(b + c, 1/2), by ``scipy.stats.binomtest``.
+- ``sign_test_p``: one-sided sign test (wins against losses), also ``binomtest``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,12 +56,23 @@ def wilcoxon(a: Sequence[float], b: Sequence[float]) -> TestResult:
 
 
 def binom_two_sided_p(successes: int, trials: int) -> float:
-    """Exact two-sided p of ``successes`` in ``trials`` fair coin flips (doubled tail)."""
+    """Exact two-sided p of ``successes`` in ``trials`` fair coin flips (``scipy.stats.binomtest``;
+    for a fair coin its two-sided p is the doubled smaller tail, capped at 1)."""
     if trials == 0:
         return 1.0
-    low = min(successes, trials - successes)
-    tail = sum(math.comb(trials, i) for i in range(low + 1)) / 2.0**trials
-    return min(1.0, 2.0 * tail)
+    from scipy.stats import binomtest
+
+    return float(binomtest(successes, trials, 0.5, alternative="two-sided").pvalue)
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """One-sided sign test: P(at least ``wins`` of ``wins + losses`` fair coin flips), by
+    ``scipy.stats.binomtest``; 1.0 when there are no wins and no losses."""
+    if wins + losses == 0:
+        return 1.0
+    from scipy.stats import binomtest
+
+    return float(binomtest(wins, wins + losses, 0.5, alternative="greater").pvalue)
 
 
 def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> TestResult:
@@ -74,4 +85,4 @@ def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> TestResult:
     )
 
 
-__all__ = ["TestResult", "binom_two_sided_p", "mcnemar", "wilcoxon"]
+__all__ = ["TestResult", "binom_two_sided_p", "mcnemar", "sign_test_p", "wilcoxon"]
