@@ -209,8 +209,9 @@ class Evaluated:
 
 def sign_p(wins: int, losses: int) -> float:
     """One-sided sign test: P(at least ``wins`` of ``wins + losses`` fair coin flips)."""
-    n = wins + losses
-    return sum(math.comb(n, i) for i in range(wins, n + 1)) / 2.0**n if n else 1.0
+    from llmc.eval.stats import sign_test_p
+
+    return sign_test_p(wins, losses)
 
 
 def better(new: Sequence[float], old: Sequence[float], min_gain: float = MIN_GAIN) -> bool:
