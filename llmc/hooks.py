@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from llmc.errors import LlmcError
+from llmc.errors import DaemonUnavailable, HookError, LlmcError
 from llmc.paths import ensure_state_dir, state_dir
 
 log = logging.getLogger(__name__)
@@ -42,10 +42,6 @@ SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "ash", "busybox")
 HOOK_LOG = "hooks.log"
 PENDING_LOCK = "hooks.pending.lock"
 LOG_ROTATE_BYTES = 1024 * 1024
-
-
-class HookError(LlmcError):
-    """The hooks directory cannot be found or written."""
 
 
 def _git_env() -> dict[str, str]:
@@ -355,7 +351,7 @@ def notify(root: Path, hook: str) -> str:
 
 
 def _notify(root: Path, hook: str) -> str:
-    from llmc.daemon.client import DaemonUnavailable, request
+    from llmc.daemon.client import request
 
     try:
         request(root, "reindex", {"reason": f"hook:{hook}"}, connect_timeout=1.0, timeout=10.0)
@@ -398,7 +394,6 @@ __all__ = [
     "BEGIN",
     "END",
     "HOOKS",
-    "HookError",
     "HookState",
     "block",
     "hooks_dir",

@@ -148,7 +148,8 @@ class McpServer:
     def _endpoint(self, endpoint: str, params: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """(answer, from_daemon)."""
         from llmc.daemon import api
-        from llmc.daemon.client import DaemonError, DaemonUnavailable, request
+        from llmc.daemon.client import request
+        from llmc.errors import DaemonError, DaemonUnavailable
 
         if self.use_daemon:
             payload = dict(params)

@@ -100,6 +100,7 @@ def daemon_stop_cmd(root: Path, as_json: bool) -> None:
 def daemon_status_cmd(ctx: click.Context, root: Path, as_json: bool) -> None:
     """Uptime, index generation, queue, memory, models. Exit status 3 when not running."""
     from llmc.daemon import control
+    from llmc.errors import DaemonUnavailable
 
     st = control.status(root)
     if as_json:
@@ -107,7 +108,7 @@ def daemon_status_cmd(ctx: click.Context, root: Path, as_json: bool) -> None:
     else:
         click.echo("\n".join(control.status_lines(st)))
     if not st["running"]:
-        ctx.exit(3)
+        ctx.exit(DaemonUnavailable.exit_code)
 
 
 @daemon_group.command("logs")

@@ -40,7 +40,7 @@ def _open_graph(root: Path) -> RepoGraph:
 
 def _graph_answer(graph: RepoGraph, query: str, as_json: bool, answer: Callable[[], T]) -> T:
     """Run ``answer()``; an ambiguous name prints its candidates on stdout and exits 2."""
-    from llmc.graph import AmbiguousSymbolError
+    from llmc.errors import AmbiguousSymbolError
     from llmc.graph.report import candidate_lines
 
     try:
@@ -51,7 +51,7 @@ def _graph_answer(graph: RepoGraph, query: str, as_json: bool, answer: Callable[
             render.print_json({"query": query, "ambiguous": True, "candidates": cands})
         else:
             click.echo("\n".join(candidate_lines(graph, query, e.candidates)))
-        raise click.exceptions.Exit(2) from e
+        raise click.exceptions.Exit(e.exit_code) from e
 
 
 def _emit(as_json: bool, data: Any, lines: Callable[[], list[str]]) -> None:

@@ -21,7 +21,7 @@ class LlmcFailure(click.ClickException):
 
     def __init__(self, error: LlmcError):
         super().__init__(str(error))
-        self.exit_code = getattr(error, "exit_code", 1)
+        self.exit_code = error.exit_code
 
 
 class LlmcGroup(click.Group):

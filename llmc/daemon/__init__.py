@@ -6,6 +6,6 @@ Modules: ``server`` (the process and its HTTP servers), ``api`` (endpoints), ``e
 ``control`` (start/stop/status/logs), ``pidfile`` (files in `.llmc/` and the lock).
 """
 
-from llmc.daemon.client import DaemonError, DaemonUnavailable, try_daemon
+from llmc.daemon.client import try_daemon
 
-__all__ = ["DaemonError", "DaemonUnavailable", "try_daemon"]
+__all__ = ["try_daemon"]

@@ -13,24 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from llmc.daemon.engine import ConfigMismatch
-from llmc.errors import IndexMissingError, LlmcError
+from llmc.errors import ApiError, ConfigMismatch, IndexMissingError
 
 MAX_QUERY_CHARS = 10_000
 MAX_PATHS = 100_000
 ROUTES = ("auto", "code", "docs", "mixed")
-
-
-class ApiError(LlmcError):
-    """A request the daemon refuses; ``status`` is the HTTP status, ``code`` a stable word."""
-
-    def __init__(self, status: int, code: str, message: str):
-        super().__init__(message)
-        self.status = status
-        self.code = code
-
-    def to_json(self) -> dict[str, Any]:
-        return {"error": {"status": self.status, "code": self.code, "message": str(self)}}
 
 
 def bad(message: str) -> ApiError:
@@ -205,7 +192,7 @@ def reindex(ctx: Context, p: dict) -> dict:
 
 
 def _graph_errors(fn: Callable[[], dict]) -> dict:
-    from llmc.graph import SymbolNotFoundError
+    from llmc.errors import SymbolNotFoundError
 
     try:
         return fn()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from llmc.daemon.pidfile import check_socket, socket_path
-from llmc.errors import LlmcError, UnsafeSocketError
+from llmc.errors import DaemonError, DaemonUnavailable, LlmcError, UnsafeSocketError
 
 log = logging.getLogger(__name__)
 
@@ -32,19 +32,6 @@ READ_TIMEOUT_S = 300.0
 NO_DAEMON_ENV = "LLMC_NO_DAEMON"
 # Errors that mean "this request is wrong", which in-process work would repeat: raised.
 USER_ERRORS = (400, 413, 422)
-
-
-class DaemonUnavailable(LlmcError):
-    """No daemon answered on the socket."""
-
-
-class DaemonError(LlmcError):
-    """The daemon answered with an error status."""
-
-    def __init__(self, status: int, code: str, message: str):
-        super().__init__(message)
-        self.status = status
-        self.code = code
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):
@@ -204,8 +191,6 @@ def health(root: Path, timeout: float = CONNECT_TIMEOUT_S) -> dict[str, Any] | N
 
 
 __all__ = [
-    "DaemonError",
-    "DaemonUnavailable",
     "check_peer",
     "health",
     "request",

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from llmc.config import Config, load_config
-from llmc.errors import IndexMissingError, LlmcError
+from llmc.errors import ConfigMismatch, IndexMissingError, LlmcError
 from llmc.paths import db_path, lexical_path
 
 log = logging.getLogger(__name__)
@@ -40,10 +40,6 @@ SEARCHER_CACHE = 4
 # the daemon answers as the client's own process would.
 DAEMON_SECTIONS = ("index", "daemon", "eval")
 MID_RUN_WARNING = "the lexical index reflects generation"  # llmc.search's stale-BM25 warning
-
-
-class ConfigMismatch(LlmcError):
-    """A client sent a config key this daemon's llmc does not have."""
 
 
 # -- embedding under the shared lock ------------------------------------------------------------
@@ -507,7 +503,6 @@ class Engine:
 
 
 __all__ = [
-    "ConfigMismatch",
     "Engine",
     "Job",
     "LockedEmbedder",

@@ -41,7 +41,7 @@ def _open(root: Path) -> tuple[Any, list[str]]:
 def where_used(
     root: Path, symbol: str, min_confidence: float = 0.5, text: bool = False
 ) -> dict[str, Any]:
-    from llmc.graph import AmbiguousSymbolError
+    from llmc.errors import AmbiguousSymbolError
     from llmc.graph.report import usage_lines
 
     graph, warnings = _open(root)
@@ -60,7 +60,7 @@ def where_used(
 def deps(
     root: Path, cfg: Config, target: str, depth: int | None = None, text: bool = False
 ) -> dict[str, Any]:
-    from llmc.graph import AmbiguousSymbolError
+    from llmc.errors import AmbiguousSymbolError
     from llmc.graph.report import deps_lines
 
     graph, warnings = _open(root)

@@ -43,7 +43,7 @@ from llmc.daemon.pidfile import (
     token_path,
     write_private,
 )
-from llmc.errors import LlmcError
+from llmc.errors import AlreadyRunning, ApiError, LlmcError
 from llmc.paths import ensure_state_dir
 
 log = logging.getLogger(__name__)
@@ -52,10 +52,6 @@ API_PREFIX = "/v1/"
 READ_TIMEOUT_S = 10.0  # a client must send its request (and keep-alive requests) this fast
 WORKERS = 8
 SOCKET_CHECK_S = 5.0
-
-
-class AlreadyRunning(LlmcError):
-    """Another daemon holds this repository's lock."""
 
 
 def _json_bytes(obj: Any) -> bytes:
@@ -85,7 +81,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.close_connection = True
         if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":
             self.request_version = "HTTP/1.0"  # garbage still gets a status line and headers
-        self._reply(code, api.ApiError(code, "bad_request", message or "bad request").to_json())
+        self._reply(code, ApiError(code, "bad_request", message or "bad request").to_json())
 
     def handle_one_request(self) -> None:
         try:
@@ -139,7 +135,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             result = app.run(endpoint, params)
             status = 200 if result.get("done") else endpoint.status
             self._reply(status, result)
-        except api.ApiError as e:
+        except ApiError as e:
             if not self._consumed and self.headers.get("Content-Length", "0").strip() != "0":
                 self.close_connection = True  # an unread body must not be taken for a request
             headers = {"WWW-Authenticate": "Bearer"} if e.status == 401 else None
@@ -147,30 +143,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 headers = {"Allow": getattr(e, "allow", "GET, POST")}
             self._reply(e.status, e.to_json(), headers)
         except LlmcError as e:
-            self._reply(422, api.ApiError(422, "failed", str(e)).to_json())
+            self._reply(422, ApiError(422, "failed", str(e)).to_json())
         except Exception as e:  # noqa: BLE001 - one bad request never stops the server
             log.exception("internal error on %s %s", method, self.path)
             self._reply(
-                500, api.ApiError(500, "internal", f"internal error: {type(e).__name__}").to_json()
+                500, ApiError(500, "internal", f"internal error: {type(e).__name__}").to_json()
             )
 
     def _parse(self, method: str, app: App) -> tuple[str, dict]:
         if self.server.needs_token:
             if self.headers.get("Origin"):
-                raise api.ApiError(403, "forbidden", "browser requests are not accepted")
+                raise ApiError(403, "forbidden", "browser requests are not accepted")
             auth = self.headers.get("Authorization", "")
             given = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
             if not given or not hmac.compare_digest(given.encode(), app.token.encode()):
-                raise api.ApiError(401, "unauthorized", "missing or wrong bearer token")
+                raise ApiError(401, "unauthorized", "missing or wrong bearer token")
         url = urllib.parse.urlsplit(self.path)
         if not url.path.startswith(API_PREFIX):
-            raise api.ApiError(404, "not_found", f"no endpoint {url.path!r} (try /v1/health)")
+            raise ApiError(404, "not_found", f"no endpoint {url.path!r} (try /v1/health)")
         name = url.path[len(API_PREFIX) :].strip("/")
         endpoint = api.ENDPOINTS.get(name)
         if endpoint is None:
-            raise api.ApiError(404, "not_found", f"no endpoint {url.path!r}")
+            raise ApiError(404, "not_found", f"no endpoint {url.path!r}")
         if method not in endpoint.methods and not (method == "HEAD" and "GET" in endpoint.methods):
-            err = api.ApiError(
+            err = ApiError(
                 405, "method_not_allowed", f"{url.path} takes {'/'.join(endpoint.methods)}"
             )
             err.allow = ", ".join(endpoint.methods)  # type: ignore[attr-defined]
@@ -186,7 +182,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def _body(self, method: str, app: App) -> dict | None:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             self.close_connection = True
-            raise api.ApiError(411, "length_required", "chunked bodies are not accepted")
+            raise ApiError(411, "length_required", "chunked bodies are not accepted")
         length_text = self.headers.get("Content-Length")
         if length_text is None:
             if method == "POST":
@@ -198,9 +194,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 raise ValueError
         except ValueError:
             self.close_connection = True
-            raise api.ApiError(400, "bad_request", "bad Content-Length") from None
+            raise ApiError(400, "bad_request", "bad Content-Length") from None
         if length > app.cfg.daemon.max_request_bytes:
-            raise api.ApiError(
+            raise ApiError(
                 413,
                 "too_large",
                 f"request body of {length} bytes is over the "
@@ -211,17 +207,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         try:
             raw = self.rfile.read(length)
         except TimeoutError:
-            raise api.ApiError(408, "timeout", "request body not received in time") from None
+            raise ApiError(408, "timeout", "request body not received in time") from None
         self._consumed = True
         if len(raw) < length:
             self.close_connection = True
-            raise api.ApiError(400, "bad_request", "request body shorter than Content-Length")
+            raise ApiError(400, "bad_request", "request body shorter than Content-Length")
         try:
             body = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as e:
-            raise api.ApiError(400, "bad_json", f"body is not valid JSON: {e}") from None
+            raise ApiError(400, "bad_json", f"body is not valid JSON: {e}") from None
         if not isinstance(body, dict):
-            raise api.ApiError(400, "bad_json", "body must be a JSON object")
+            raise ApiError(400, "bad_json", "body must be a JSON object")
         return body
 
 
@@ -231,9 +227,7 @@ class _Limited:
     def process_request(self, request, client_address):  # type: ignore[no-untyped-def]
         if not self.app.slots.acquire(blocking=False):
             with contextlib.suppress(OSError):
-                data = _json_bytes(
-                    api.ApiError(503, "busy", "too many connections; retry").to_json()
-                )
+                data = _json_bytes(ApiError(503, "busy", "too many connections; retry").to_json())
                 request.sendall(
                     b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
                     + f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode()
@@ -309,7 +303,7 @@ class App:
         try:
             return future.result(timeout=self.cfg.daemon.request_timeout_s)
         except concurrent.futures.TimeoutError:
-            raise api.ApiError(
+            raise ApiError(
                 504, "timeout", f"not done in {self.cfg.daemon.request_timeout_s:g}s"
             ) from None
 

@@ -4,6 +4,6 @@
 functions in ``metrics`` and ``stats``. docs/evaluation.md defines every number.
 """
 
-from llmc.eval.queries import EvalError, EvalQuery, Judgment, load_queries
+from llmc.eval.queries import EvalQuery, Judgment, load_queries
 
-__all__ = ["EvalError", "EvalQuery", "Judgment", "load_queries"]
+__all__ = ["EvalQuery", "Judgment", "load_queries"]

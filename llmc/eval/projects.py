@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from llmc.eval.queries import EvalError
+from llmc.errors import EvalError
 
 log = logging.getLogger(__name__)
 

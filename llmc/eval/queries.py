@@ -26,16 +26,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from llmc.errors import LlmcError
+from llmc.errors import EvalError
 
 INTENTS = ("code", "docs", "mixed")
 _QUERY_KEYS = {"query", "intent", "relevant", "id", "note"}
 _JUDGMENT_KEYS = {"path", "start_line", "end_line", "grade", "symbol"}
 MAX_ERRORS = 20
-
-
-class EvalError(LlmcError):
-    """An eval query file, set or project cannot be used."""
 
 
 @dataclass(frozen=True)
@@ -227,7 +223,6 @@ def check_against_repo(queries: Sequence[EvalQuery], root: Path) -> list[str]:
 
 __all__ = [
     "INTENTS",
-    "EvalError",
     "EvalQuery",
     "Judgment",
     "check_against_repo",

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from llmc.config import Config
+from llmc.errors import EvalError
 from llmc.eval.metrics import QueryScores, Summary, score_query, summarize_by_intent
-from llmc.eval.queries import EvalError, EvalQuery, check_against_repo
+from llmc.eval.queries import EvalQuery, check_against_repo
 from llmc.eval.stats import TestResult, mcnemar, wilcoxon
 
 log = logging.getLogger(__name__)

@@ -8,21 +8,12 @@ with the store. Read side: ``load_graph`` gives a cached :class:`RepoGraph` with
 
 from llmc.graph.build import update_graph
 from llmc.graph.model import EDGE_TYPES, GraphStats
-from llmc.graph.query import (
-    AmbiguousSymbolError,
-    GraphMissingError,
-    RepoGraph,
-    SymbolNotFoundError,
-    load_graph,
-)
+from llmc.graph.query import RepoGraph, load_graph
 
 __all__ = [
     "EDGE_TYPES",
-    "AmbiguousSymbolError",
-    "GraphMissingError",
     "GraphStats",
     "RepoGraph",
-    "SymbolNotFoundError",
     "load_graph",
     "update_graph",
 ]

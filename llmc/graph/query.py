@@ -20,7 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from llmc.errors import IndexMissingError, LlmcError
+from llmc.errors import (
+    AmbiguousSymbolError,
+    GraphMissingError,
+    LlmcError,
+    SymbolNotFoundError,
+)
 from llmc.graph.model import (
     CALLS,
     CLASS_KINDS,
@@ -49,26 +54,6 @@ log = logging.getLogger(__name__)
 
 DEPENDENCY_TYPES = (CALLS, IMPORTS, INHERITS)
 DIRECTIONS = ("out", "in", "both")
-
-
-class GraphMissingError(IndexMissingError):
-    """There is no graph yet (or it cannot be read)."""
-
-
-class SymbolNotFoundError(LlmcError):
-    """No node matches a name; ``suggestions`` holds close names."""
-
-    def __init__(self, message: str, suggestions: list[str] | None = None):
-        super().__init__(message)
-        self.suggestions = suggestions or []
-
-
-class AmbiguousSymbolError(LlmcError):
-    """Several nodes match a name; ``candidates`` lists them, best first."""
-
-    def __init__(self, message: str, candidates: list[str]):
-        super().__init__(message)
-        self.candidates = candidates
 
 
 @dataclass(frozen=True)
@@ -693,14 +678,11 @@ def clear_cache() -> None:
 
 
 __all__ = [
-    "AmbiguousSymbolError",
     "Dep",
     "Edge",
-    "GraphMissingError",
     "NodeInfo",
     "Ref",
     "RepoGraph",
-    "SymbolNotFoundError",
     "Usage",
     "load_graph",
     "pagerank",

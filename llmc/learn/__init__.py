@@ -12,6 +12,6 @@
 docs/learning.md describes the procedure and the caveats.
 """
 
-from llmc.learn.judgments import Label, LearnError
+from llmc.learn.judgments import Label
 
-__all__ = ["Label", "LearnError"]
+__all__ = ["Label"]

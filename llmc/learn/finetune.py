@@ -114,8 +114,7 @@ def finetune_reranker(
     import transformers
     from sentence_transformers import CrossEncoder
 
-    from llmc.errors import ModelError
-    from llmc.learn.judgments import LearnError
+    from llmc.errors import LearnError, ModelError
     from llmc.models.device import pick_device
     from llmc.models.reranker import resolve_model
     from llmc.train.reranker import batches, group_loss, save_fp16

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from llmc.learn.judgments import LearnError
+from llmc.errors import LearnError
 
 log = logging.getLogger(__name__)
 

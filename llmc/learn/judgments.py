@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from llmc.errors import LlmcError
+from llmc.errors import LearnError
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +45,6 @@ TAGS = ("code", "doc")
 SOURCES = ("label", "suggest", "log", "feedback")
 VOTES = {"up": 2, "down": 0}
 FEEDBACK_LABELER = "feedback"
-
-
-class LearnError(LlmcError):
-    """Labels, mined sets or tuning cannot go on (bad input, too few queries...)."""
 
 
 def query_key(query: str) -> str:
@@ -359,7 +355,6 @@ __all__ = [
     "RUBRIC",
     "TAGS",
     "Label",
-    "LearnError",
     "append_labels",
     "default_labeler",
     "feedback_label",

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llmc.errors import LearnError
 from llmc.learn.judgments import (
     RUBRIC,
     Label,
-    LearnError,
     append_labels,
     judgments_path,
     labeled_items,

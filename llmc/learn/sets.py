@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llmc.learn.judgments import LearnError, query_key
+from llmc.errors import LearnError
+from llmc.learn.judgments import query_key
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llmc.learn.judgments import LearnError
+from llmc.errors import LearnError
 from llmc.learn.sets import QuerySet
 
 log = logging.getLogger(__name__)

@@ -17,16 +17,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from llmc.errors import LlmcError
+from llmc.errors import TrainError
 
 log = logging.getLogger(__name__)
 
 MARKER = ".llmc-train-source"
 PALLETS = frozenset({"flask", "click", "werkzeug", "jinja2", "itsdangerous", "markupsafe"})
-
-
-class TrainError(LlmcError):
-    """A training project cannot be fetched, or is not allowed."""
 
 
 @dataclass(frozen=True)
@@ -182,7 +178,6 @@ def source_sha256(root: Path) -> str:
 __all__ = [
     "HOLDOUT_PROJECTS",
     "TRAIN_PROJECTS",
-    "TrainError",
     "TrainProject",
     "check_allowed",
     "default_cache_dir",

@@ -26,11 +26,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from llmc.errors import TrainError
 from llmc.train.mine import CODE_QUERY, Example, Mined, mine_project
 from llmc.train.projects import (
     HOLDOUT_PROJECTS,
     TRAIN_PROJECTS,
-    TrainError,
     TrainProject,
     check_allowed,
     default_cache_dir,

@@ -16,7 +16,8 @@ from daemon_helpers import raw_http
 from waiting import HANG_S, returns, wait_for
 
 from llmc.cli import main
-from llmc.daemon.client import DaemonError, try_daemon
+from llmc.daemon.client import try_daemon
+from llmc.errors import DaemonError
 
 
 def test_health_and_status(shared_daemon):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from llmc.errors import EvalError
 from llmc.eval.projects import (
     MARKER,
     PROJECTS,
@@ -18,7 +19,6 @@ from llmc.eval.projects import (
     llmc_checkout,
     resolve_set,
 )
-from llmc.eval.queries import EvalError
 
 
 def make_sdist(path: Path, files: dict[str, str]) -> str:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from llmc.errors import EvalError
 from llmc.eval.projects import PROJECTS, SETS_DIR, llmc_checkout, shipped_sets
-from llmc.eval.queries import EvalError, Judgment, check_against_repo, load_queries
+from llmc.eval.queries import Judgment, check_against_repo, load_queries
 
 GOOD = {
     "query": "where is the session saved",

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from llmc.config import Config
+from llmc.errors import EvalError
 from llmc.eval import report as fmt
-from llmc.eval.queries import EvalError, EvalQuery, Judgment
+from llmc.eval.queries import EvalQuery, Judgment
 from llmc.eval.runner import (
     VARIANTS,
     available_variants,

@@ -7,13 +7,8 @@ import networkx as nx
 import pytest
 from graph_helpers import copy_project, filler_factory, touch_later
 
-from llmc.graph import (
-    AmbiguousSymbolError,
-    GraphMissingError,
-    SymbolNotFoundError,
-    load_graph,
-    update_graph,
-)
+from llmc.errors import AmbiguousSymbolError, GraphMissingError, SymbolNotFoundError
+from llmc.graph import load_graph, update_graph
 from llmc.graph.model import CALLS, GRAPH_FILE, IMPORTS
 from llmc.graph.query import RepoGraph, pagerank
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from repo_fixtures import git, make_repo, write_files
 
+from llmc.errors import LearnError
 from llmc.learn.gitmine import (
     FileDiff,
     clean_subject,
@@ -14,7 +15,6 @@ from llmc.learn.gitmine import (
     mine_git,
     version_bump_only,
 )
-from llmc.learn.judgments import LearnError
 
 BILLING = '''"""Billing."""
 

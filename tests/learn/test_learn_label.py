@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from llmc.cli import main
+from llmc.errors import LearnError
 from llmc.learn.judgments import (
     Label,
-    LearnError,
     append_labels,
     judgments_path,
     load_labels,

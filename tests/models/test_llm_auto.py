@@ -9,10 +9,9 @@ import pytest
 from waiting import returns
 
 from llmc.config import LLMConfig, load_config
-from llmc.errors import ConfigError, LlmcError
+from llmc.errors import ConfigError, LlmcError, LLMUnavailable
 from llmc.models.llm import (
     EmbeddedLLM,
-    LLMUnavailable,
     NoneLLM,
     OllamaLLM,
     clear_cache,

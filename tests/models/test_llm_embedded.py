@@ -8,11 +8,10 @@ import pytest
 
 import llmc.models.llm._embedded as embedded_impl
 from llmc.config import LLMConfig
+from llmc.errors import LLMTimeout, LLMUnavailable
 from llmc.models.llm import (
     LLM,
     EmbeddedLLM,
-    LLMTimeout,
-    LLMUnavailable,
     clear_cache,
     default_model_path,
     get_llm,

@@ -19,10 +19,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from llmc.config import LLMConfig
+from llmc.errors import LLMTimeout, LLMUnavailable
 from llmc.models.llm import (
     EmbeddedLLM,
-    LLMTimeout,
-    LLMUnavailable,
     OllamaLLM,
     clear_cache,
     get_llm,

@@ -8,7 +8,7 @@ import pytest
 from repo_fixtures import ScriptedLLM
 
 from llmc.config import load_config
-from llmc.models.llm import LLMTimeout, LLMUnavailable
+from llmc.errors import LLMTimeout, LLMUnavailable
 from llmc.search import Searcher
 from llmc.search.hyde import MIN_TOKENS
 

@@ -10,7 +10,8 @@ import types
 import pytest
 
 from llmc.config import LLMConfig, LLMRerankConfig, load_config
-from llmc.models.llm import Generation, LLMTimeout, LLMUnavailable, get_llm
+from llmc.errors import LLMTimeout, LLMUnavailable
+from llmc.models.llm import Generation, get_llm
 from llmc.search import Searcher
 from llmc.search.llm_rerank import (
     LLM_RERANK,

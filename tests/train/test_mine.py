@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from llmc.errors import TrainError
 from llmc.train.mine import (
     CODE_QUERY,
     DOC_SENTENCE,
@@ -15,7 +16,7 @@ from llmc.train.mine import (
     mine_project,
     strip_docstrings,
 )
-from llmc.train.projects import TrainError, check_allowed, parse_project, reserved_names
+from llmc.train.projects import check_allowed, parse_project, reserved_names
 
 
 def write_files(root, files: dict[str, str]) -> None:

@@ -2,10 +2,14 @@
 
 Providers: ``ollama`` (a local ollama server), ``embedded`` (a GGUF model in-process via
 llama.cpp; default SmolLM2-135M-Instruct), ``none``; ``auto`` picks the first that works.
-Any failure to answer raises LLMUnavailable (LLMTimeout when too slow), one line long.
+Any failure to answer raises llmc.errors.LLMUnavailable (LLMTimeout when too slow), one
+line long.
 """
 
-from llmc.models.llm._base import LLM, Generation, LLMTimeout, LLMUnavailable, NoneLLM
+# LLMTimeout, LLMUnavailable live in llmc.errors; named here too because llmc/search imports
+# them from this package.
+from llmc.errors import LLMTimeout, LLMUnavailable
+from llmc.models.llm._base import LLM, Generation, NoneLLM
 from llmc.models.llm._embedded import EmbeddedLLM, default_model_path, resolve_model_path
 from llmc.models.llm._ollama import OllamaLLM, resolve_host
 from llmc.models.llm._select import (

@@ -1,4 +1,4 @@
-"""The LLM interface every provider implements, its result record and its errors."""
+"""The LLM interface every provider implements and its result record (errors: llmc.errors)."""
 
 from __future__ import annotations
 
@@ -6,18 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from llmc.errors import ModelError
-
-
-class LLMUnavailable(ModelError):
-    """No answer from the LLM: no provider, server down, model missing or broken, bad reply.
-
-    Callers degrade (plain retrieval) and show the message as one line; never a traceback.
-    """
-
-
-class LLMTimeout(LLMUnavailable):
-    """The LLM did not finish within the timeout."""
+from llmc.errors import LLMUnavailable
 
 
 @dataclass(frozen=True)

@@ -15,14 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmc.models.llm._base import (
-    Defaults,
-    Generation,
-    LLMTimeout,
-    LLMUnavailable,
-    messages,
-    one_line,
-)
+from llmc.errors import LLMTimeout, LLMUnavailable
+from llmc.models.llm._base import Defaults, Generation, messages, one_line
 
 log = logging.getLogger(__name__)
 

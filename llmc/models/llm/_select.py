@@ -14,8 +14,8 @@ import threading
 from dataclasses import dataclass
 
 from llmc.config import LLMConfig
-from llmc.errors import ConfigError
-from llmc.models.llm._base import LLM, Defaults, LLMUnavailable, NoneLLM
+from llmc.errors import ConfigError, LLMUnavailable
+from llmc.models.llm._base import LLM, Defaults, NoneLLM
 from llmc.models.llm._embedded import (
     EmbeddedLLM,
     model_name,
