@@ -90,6 +90,9 @@ class EmbeddingConfig:
     max_seq_length: int = 256  # tokens per span; longer text is truncated by the model
     query_prefix: str = ""  # prepended to queries (e.g. "query: " for e5 models)
     passage_prefix: str = ""  # prepended to spans (e.g. "passage: " for e5 models)
+    # auto: ONNX Runtime int8 on CPU (checked against torch), torch on CUDA/MPS and on CPUs
+    # with AVX512-BF16/AMX (bf16 measured faster there) | torch | onnx (CPU)
+    runtime: str = "auto"
 
 
 @dataclass

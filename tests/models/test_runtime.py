@@ -1,0 +1,229 @@
+"""The ONNX Runtime int8 embedder, with the real packaged model (offline): it matches torch,
+is exported once and reused, and every failure falls back to torch with one warning line."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llmc.config import EmbeddingConfig
+from llmc.models import embedder as embedder_mod
+from llmc.models import onnx_runtime
+from llmc.models.embedder import SentenceTransformerEmbedder, embedder_from_config
+from llmc.models.onnx_runtime import (
+    QuantPlan,
+    cache_dir,
+    detect_isa,
+    load_onnx_encoder,
+    pool,
+    quant_plan,
+)
+
+TEXTS = [
+    "def chunk_file(path, text, lang, category, cfg):\n    lines = split_lines(text)\n"
+    "    return _dispatch(ctx, text, lang, category) or _windows(ctx)",
+    "class Store:\n    def __init__(self, path):\n        self.db = sqlite3.connect(path)",
+    "## Daemon\n\nThe daemon listens on a Unix socket with mode 0600 and answers JSON.",
+    "how does the indexer skip unchanged files",
+    "tokenizer",
+    'impl Display for Span { fn fmt(&self, f: &mut Formatter) -> fmt::Result { write!(f, "{}", self.path) } }',
+]
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory) -> Path:
+    """One XDG cache for the module: the first test exports, the others reuse it."""
+    return tmp_path_factory.mktemp("xdg-cache")
+
+
+@pytest.fixture(autouse=True)
+def cache_home(shared_cache, monkeypatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared_cache))
+    return shared_cache
+
+
+@pytest.fixture(scope="module")
+def torch_fp32() -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder(runtime="torch", device="cpu", precision="fp32")
+
+
+def _warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def _export_dirs(root: Path) -> list[Path]:
+    base = root / "llmc" / "onnx"
+    return sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+
+
+def test_onnx_runtime_matches_torch(torch_fp32, caplog):
+    onnx = SentenceTransformerEmbedder(runtime="onnx")
+    assert onnx.runtime == "onnx-int8"
+    assert onnx._model is None and onnx._onnx is not None
+    assert onnx.choice.precision == "int8" and onnx.dim == torch_fp32.dim == 384
+    assert not _warnings(caplog)
+    for got, ref in (
+        (onnx.embed_passages(TEXTS), torch_fp32.embed_passages(TEXTS)),
+        (onnx.embed_queries(TEXTS[3:5]), torch_fp32.embed_queries(TEXTS[3:5])),
+    ):
+        assert got.dtype == np.float32 and got.shape == ref.shape
+        np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+        assert ((got * ref).sum(axis=1) >= 0.99).all()
+
+
+def test_export_is_cached_with_its_check(cache_home):
+    (directory,) = _export_dirs(cache_home)
+    meta = json.loads((directory / "meta.json").read_text())
+    assert meta["check"]["passed"] is True
+    assert meta["check"]["min_cosine"] >= 0.99
+    assert meta["plan"]["isa"] == detect_isa()
+    assert meta["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert {"torch", "onnxruntime", "export"} <= set(meta["versions"])
+    assert (directory / "model.onnx").stat().st_size > 1_000_000
+    assert not [p for p in directory.parent.iterdir() if p.name.startswith(".")]  # no temp left
+
+
+def test_second_embedder_reuses_the_cache(cache_home, monkeypatch):
+    def no_export(*a, **k):
+        raise AssertionError("exported twice")
+
+    monkeypatch.setattr(onnx_runtime, "export", no_export)
+    (directory,) = _export_dirs(cache_home)
+    before = (directory / "meta.json").stat().st_mtime_ns
+    again = SentenceTransformerEmbedder(runtime="onnx")
+    assert again.runtime == "onnx-int8"
+    assert again._onnx.directory == directory
+    assert (directory / "meta.json").stat().st_mtime_ns == before
+
+
+def test_torch_runtime_is_honored(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    e = SentenceTransformerEmbedder(runtime="torch", device="cpu")
+    assert e.runtime == "torch" and e._onnx is None and e._model is not None
+    assert not _export_dirs(tmp_path)
+
+
+def test_runtime_from_config_and_auto(monkeypatch):
+    monkeypatch.setattr("llmc.models.device.cpu_has_fast_bf16", lambda: False)
+    auto = embedder_from_config(EmbeddingConfig(device="cpu", runtime="auto"), "code")
+    assert auto.runtime == "onnx-int8"
+    torch_cfg = EmbeddingConfig(device="cpu", runtime="torch")
+    assert embedder_from_config(torch_cfg, "doc").runtime == "torch"
+    # a configured precision, or a CPU with native bf16, keeps torch under auto
+    assert not embedder_mod._auto_picks_onnx("cpu", "fp32")
+    monkeypatch.setattr("llmc.models.device.cpu_has_fast_bf16", lambda: True)
+    assert not embedder_mod._auto_picks_onnx("cpu", "auto")
+    with pytest.raises(Exception, match="unknown embedding runtime"):
+        SentenceTransformerEmbedder(runtime="tensorrt")
+
+
+def test_failed_check_falls_back_to_torch_once(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(onnx_runtime, "MIN_COSINE", 1.01)  # no int8 vector can pass
+    e = SentenceTransformerEmbedder(runtime="onnx")
+    assert e.runtime == "torch" and e._model is not None
+    (line,) = _warnings(caplog)
+    assert "refused" in line and "torch" in line
+    (directory,) = _export_dirs(tmp_path)
+    assert json.loads((directory / "meta.json").read_text())["check"]["passed"] is False
+
+    # the recorded result is reused: no second export, the same one line
+    caplog.clear()
+    monkeypatch.setattr(onnx_runtime, "export", lambda *a, **k: pytest.fail("re-exported"))
+    assert SentenceTransformerEmbedder(runtime="onnx").runtime == "torch"
+    assert len(_warnings(caplog)) == 1
+
+
+def test_failed_export_falls_back_to_torch(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+
+    def broken(*a, **k):
+        raise RuntimeError("exporter exploded\nwith a traceback")
+
+    monkeypatch.setattr(onnx_runtime, "_export_fp32", broken)
+    e = SentenceTransformerEmbedder(runtime="onnx")
+    assert e.runtime == "torch"
+    (line,) = _warnings(caplog)
+    assert "exporter exploded" in line and "traceback" not in line
+    base = tmp_path / "llmc" / "onnx"
+    assert not list(base.iterdir())  # nothing half-written is left behind
+
+
+def test_corrupt_cache_is_rebuilt(cache_home, tmp_path, monkeypatch, caplog, torch_fp32):
+    (good,) = _export_dirs(cache_home)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    copy = tmp_path / "llmc" / "onnx" / good.name
+    shutil.copytree(good, copy)
+    (copy / "model.onnx").write_bytes(b"not an onnx model")
+    e = SentenceTransformerEmbedder(runtime="onnx")
+    assert e.runtime == "onnx-int8"
+    (line,) = _warnings(caplog)
+    assert "unreadable" in line and "rebuilding" in line
+    assert (copy / "model.onnx").stat().st_size > 1_000_000
+    got, ref = e.embed_passages(TEXTS[:2]), torch_fp32.embed_passages(TEXTS[:2])
+    assert ((got * ref).sum(axis=1) >= 0.99).all()
+
+
+def test_incomplete_cache_is_rebuilt_quietly(cache_home, tmp_path, monkeypatch, caplog):
+    (good,) = _export_dirs(cache_home)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    copy = tmp_path / "llmc" / "onnx" / good.name
+    shutil.copytree(good, copy)
+    (copy / "meta.json").write_text("{truncated")
+    assert SentenceTransformerEmbedder(runtime="onnx").runtime == "onnx-int8"
+    assert not _warnings(caplog)
+    assert json.loads((copy / "meta.json").read_text())["check"]["passed"] is True
+
+
+def test_unimportable_onnxruntime_means_torch(monkeypatch, caplog):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def fake_import(name, *a, **k):
+        if name == "onnxruntime":
+            raise ImportError("no onnxruntime here")
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    assert load_onnx_encoder("m", "/nonexistent", 256, lambda: None) is None
+    (line,) = _warnings(caplog)
+    assert "onnxruntime is not importable" in line
+
+
+@pytest.mark.parametrize(
+    ("flags", "machine", "isa"),
+    [
+        ({"avx2", "avx512f", "avx512bw", "avx512_vnni"}, "x86_64", "avx512_vnni"),
+        ({"avx2", "avx_vnni"}, "x86_64", "avx_vnni"),
+        ({"avx2", "avx512f", "avx512bw"}, "x86_64", "avx512"),
+        ({"avx2", "fma"}, "x86_64", "avx2"),
+        ({"sse4_2"}, "x86_64", "generic"),
+        ({"asimd", "asimddp"}, "aarch64", "arm64"),
+    ],
+)
+def test_detect_isa(flags, machine, isa):
+    assert detect_isa(frozenset(flags), machine) == isa
+
+
+def test_quant_plan_follows_the_isa():
+    assert quant_plan("avx512_vnni").weight_type == "qint8"
+    assert quant_plan("arm64").weight_type == "qint8"
+    assert quant_plan("avx2").weight_type == "quint8"  # no VNNI: U8S8 can saturate
+    assert all(quant_plan(i).per_channel for i in ("avx2", "avx512_vnni", "arm64"))
+    a, b = QuantPlan("avx2", "quint8"), QuantPlan("avx512_vnni", "qint8")
+    assert cache_dir("m", "/x", a) != cache_dir("m", "/x", b)
+
+
+def test_pool_by_hand():
+    hidden = np.array([[[1.0, 0.0], [3.0, 2.0], [100.0, 100.0]]], dtype=np.float32)
+    mask = np.array([[1, 1, 0]])
+    np.testing.assert_allclose(pool(hidden, mask, "mean"), [[2.0, 1.0]])
+    np.testing.assert_allclose(pool(hidden, mask, "cls"), [[1.0, 0.0]])
+    np.testing.assert_allclose(pool(hidden, mask, "max"), [[3.0, 2.0]])
+    np.testing.assert_allclose(pool(hidden, mask, "mean_sqrt_len"), [[4 / 2**0.5, 2 / 2**0.5]])
