@@ -1,7 +1,7 @@
 """Cross-encoder reranker: one relevance score per (query, span text) pair.
 
 The default model ("default") is the reranker llmc trains and ships in
-``llmc/models/reranker/`` (MiniLM-L6, fp16, trained by ``python -m llmc.train.reranker``;
+``llmc/models/reranker/`` (MiniLM-L6, fp16, trained by ``llmc train reranker``;
 ``TRAINING.json`` there records how), so it resolves offline. Any sentence-transformers
 CrossEncoder on the Hugging Face hub or a local directory can be configured instead
 (``rerank.model``). A model that cannot be loaded raises ModelError with one line.
@@ -59,7 +59,7 @@ def resolve_model(name: str) -> tuple[str, str]:
         if not (SHIPPED_DIR / WEIGHTS).is_file():
             raise ModelError(
                 f"the shipped reranker weights are missing ({SHIPPED_DIR / WEIGHTS}); "
-                "reinstall llmc or retrain with python -m llmc.train.reranker"
+                "reinstall llmc or retrain with `llmc train reranker`"
             )
         return DEFAULT_MODEL_ID, str(SHIPPED_DIR)
     path = Path(name).expanduser()

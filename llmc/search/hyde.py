@@ -359,7 +359,7 @@ class HydeStage:
         self, query: str, decision: RouteDecision, corpus: Corpus
     ) -> tuple[list[Hypothesis], str, float, str]:
         """``(usable hypotheses, model, generation ms, why some or all are missing)``."""
-        from llmc.models.llm import LLMTimeout, LLMUnavailable
+        from llmc.errors import LLMTimeout, LLMUnavailable
 
         h = self.cfg.hyde
         if self._failed is not None and time.monotonic() - self._failed[0] < COOLDOWN_S:

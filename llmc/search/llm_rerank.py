@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from llmc.models.llm import LLMTimeout, LLMUnavailable
+from llmc.errors import LLMTimeout, LLMUnavailable
 from llmc.search.types import Candidate
 
 if TYPE_CHECKING:  # pragma: no cover
