@@ -16,25 +16,41 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from llmc.graph.model import Import
+from llmc.graph.rules.base import LangRules
+from llmc.graph.rules.go import GoRules
+from llmc.graph.rules.java import JavaRules
+from llmc.graph.rules.javascript import JavaScriptRules
+from llmc.graph.rules.python import PythonRules
+from llmc.graph.rules.rust import RustRules
+from llmc.index.languages import DOC_LANGS, extension_language, grammar_name
 
 Text = Callable[[Any], str]
 
 
 @dataclass(frozen=True)
 class LangSpec:
-    name: str  # llmc language id
-    grammar: str  # tree-sitter-language-pack name
+    name: str  # llmc language id (llmc.index.languages)
     query: str  # stem of queries/<query>-tags.scm
     parse_import: Callable[[Any, Text], list[Import]]
     test_file: Callable[[str], bool]
     test_def: Callable[[Any, str, str, bool, Text], bool]
+    rules: type[LangRules] = LangRules  # how the family resolves names (llmc.graph.rules)
     self_names: frozenset[str] = frozenset()
+    class_names: frozenset[str] = frozenset()  # the self names that denote the class itself
     super_names: frozenset[str] = frozenset()
     # Bare names inside a class body may be its members (Java's implicit ``this``).
     implicit_this: bool = False
     builtins: frozenset[str] = frozenset()
-    # Names of common methods on library objects; never guessed by name alone.
-    family: str = ""  # languages that share resolution rules (javascript, typescript, tsx)
+
+    @property
+    def family(self) -> str:
+        """Languages that share resolution rules (javascript, typescript, tsx)."""
+        return self.rules.family
+
+    @property
+    def grammar(self) -> str:
+        """The tree-sitter-language-pack grammar (the index's name for it)."""
+        return grammar_name(self.name) or self.name
 
 
 def _string_value(node: Any, text: Text) -> str:
@@ -338,15 +354,15 @@ _JAVA_BUILTINS = frozenset(
 
 _PY = LangSpec(
     name="python",
-    grammar="python",
     query="python",
     parse_import=_py_imports,
     test_file=_py_test_file,
     test_def=_py_test_def,
+    rules=PythonRules,
     self_names=frozenset({"self", "cls"}),
+    class_names=frozenset({"cls"}),
     super_names=frozenset({"super()"}),
     builtins=frozenset(dir(builtins)),
-    family="python",
 )
 _JS = dict(
     parse_import=_js_imports,
@@ -355,78 +371,59 @@ _JS = dict(
     self_names=frozenset({"this"}),
     super_names=frozenset({"super"}),
     builtins=_JS_BUILTINS,
-    family="javascript",
+    rules=JavaScriptRules,
 )
 SPECS: dict[str, LangSpec] = {
     "python": _PY,
-    "javascript": LangSpec(name="javascript", grammar="javascript", query="javascript", **_JS),
-    "typescript": LangSpec(name="typescript", grammar="typescript", query="typescript", **_JS),
-    "tsx": LangSpec(name="tsx", grammar="tsx", query="typescript", **_JS),
+    "javascript": LangSpec(name="javascript", query="javascript", **_JS),
+    "typescript": LangSpec(name="typescript", query="typescript", **_JS),
+    "tsx": LangSpec(name="tsx", query="typescript", **_JS),
     "go": LangSpec(
         name="go",
-        grammar="go",
         query="go",
         parse_import=_go_imports,
         test_file=_go_test_file,
         test_def=_go_test_def,
+        rules=GoRules,
         builtins=_GO_BUILTINS,
-        family="go",
     ),
     "rust": LangSpec(
         name="rust",
-        grammar="rust",
         query="rust",
         parse_import=_rust_imports,
         test_file=_rust_test_file,
         test_def=_rust_test_def,
+        rules=RustRules,
         self_names=frozenset({"self", "Self"}),
+        class_names=frozenset({"Self"}),
         builtins=_RUST_BUILTINS,
-        family="rust",
     ),
     "java": LangSpec(
         name="java",
-        grammar="java",
         query="java",
         parse_import=_java_imports,
         test_file=_java_test_file,
         test_def=_java_test_def,
+        rules=JavaRules,
         self_names=frozenset({"this"}),
         super_names=frozenset({"super"}),
         implicit_this=True,
         builtins=_JAVA_BUILTINS,
-        family="java",
     ),
 }
 
-_EXTS = {
-    ".py": "python",
-    ".pyi": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascript",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "tsx",
-    ".go": "go",
-    ".rs": "rust",
-    ".java": "java",
-}
-_ALIASES = {"py": "python", "js": "javascript", "jsx": "javascript", "ts": "typescript"}
-DOC_EXTS = frozenset({".md", ".markdown", ".mdx", ".rst", ".txt"})
-
 
 def spec_for(path: str, lang: str | None) -> LangSpec | None:
-    """The language spec for a file: by extension first, then by the index's language name."""
-    name = _EXTS.get(PurePosixPath(path).suffix.lower())
-    if name is None and lang:
-        name = _ALIASES.get(lang.lower(), lang.lower())
+    """The language spec for a file: by extension first (the index's table), then by the
+    index's language name."""
+    name = extension_language(path)
+    if name not in SPECS and lang:
+        name = lang.lower()
     return SPECS.get(name) if name else None
 
 
 def is_doc(path: str, lang: str | None, category: str | None) -> bool:
-    if PurePosixPath(path).suffix.lower() in DOC_EXTS:
+    if extension_language(path) in DOC_LANGS:
         return True
     return (lang or "").lower() in ("markdown", "rst", "restructuredtext")
 

@@ -34,6 +34,8 @@ UNRESOLVED = "unresolved"  # name-only placeholder target of an unresolved refer
 SECTION = "section"
 CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum", "impl"})
 FUNC_KINDS = frozenset({"function", "method"})
+TYPE_KINDS = CLASS_KINDS | {"type"}  # what a type name can denote
+CALLABLE = FUNC_KINDS | TYPE_KINDS  # what a call can reach
 
 # Confidences of resolved edges.
 EXACT = 1.0  # by scope, import or path rule
@@ -49,6 +51,16 @@ def node_id(path: str, qualname: str = "") -> str:
 
 def unresolved_id(name: str) -> str:
     return f"?{name}"
+
+
+def scope_chain(scope: str) -> list[str]:
+    """``a.b.c`` → ``["a.b.c", "a.b", "a", ""]``: a scope and the scopes around it."""
+    out = []
+    while scope:
+        out.append(scope)
+        scope = scope.rpartition(".")[0]
+    out.append("")
+    return out
 
 
 def split_node_id(nid: str) -> tuple[str, str]:

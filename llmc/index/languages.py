@@ -102,7 +102,7 @@ _TEXT_NAMES = frozenset(
     }
 )  # fmt: skip
 
-_DOC_LANGS = frozenset({"markdown", "rst", "text"})
+DOC_LANGS = frozenset({"markdown", "rst", "text"})
 
 # Shebang interpreter -> lang
 _INTERPRETERS: dict[str, str] = {
@@ -142,7 +142,12 @@ def category_of(lang: str | None) -> str | None:
     """DOC for prose langs, CODE for every other known lang, None for None."""
     if lang is None:
         return None
-    return DOC if lang in _DOC_LANGS else CODE
+    return DOC if lang in DOC_LANGS else CODE
+
+
+def extension_language(path: str) -> str | None:
+    """The lang of ``path`` by its extension alone (no file names, no shebang)."""
+    return _EXTENSIONS.get(PurePosixPath(path.replace("\\", "/")).suffix.lower())
 
 
 def detect_language(path: str, first_line: str = "") -> tuple[str | None, str | None]:
@@ -201,4 +206,12 @@ def known_languages() -> list[str]:
     )
 
 
-__all__ = ["category_of", "detect_language", "grammar_name", "has_grammar", "known_languages"]
+__all__ = [
+    "DOC_LANGS",
+    "category_of",
+    "detect_language",
+    "extension_language",
+    "grammar_name",
+    "has_grammar",
+    "known_languages",
+]

@@ -1,0 +1,113 @@
+"""The hooks a language family's resolution rules provide, with the defaults that suit a
+language the resolver knows nothing special about."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from llmc.graph.model import EXACT, FILE, IMPORTS, FileFacts, Import
+from llmc.graph.target import EXT, NODE, Target, inside
+
+if TYPE_CHECKING:
+    from llmc.graph.edges import EdgeSink
+    from llmc.graph.langs import LangSpec
+    from llmc.graph.resolve import Resolver
+
+
+@dataclass(frozen=True)
+class ImportRef:
+    """A local name bound by an import: the ``module`` itself, its ``top`` package
+    (Python ``import a.b`` binds ``a``), or the ``name`` taken from it."""
+
+    kind: str  # module | top | name
+    imp: Import
+    name: str = ""
+
+
+class LangRules:
+    """One language family's resolution rules, for one resolver run."""
+
+    family = ""
+
+    def __init__(self, r: Resolver, spec: LangSpec | None) -> None:
+        self.r = r
+        self.spec = spec
+
+    # -- indexing ---------------------------------------------------------------------------
+    def module_name(self, path: str, f: FileFacts) -> str:
+        """The ``module`` attribute of a file node (Python dotted name, Go/Java package)."""
+        return f.module
+
+    def index_file(self, path: str, f: FileFacts) -> None:
+        """Add the file's definitions to this family's own tables."""
+
+    def snapshot(self, out: dict[tuple, Any]) -> None:
+        """Add this family's tables to the resolver's snapshot, one key per lookup."""
+
+    def bind_import(self, path: str, imp: Import, names: dict[str, list[ImportRef]]) -> bool:
+        """Bind the names of an import the family's own way; False: the common way."""
+        return False
+
+    def bare_import(self, imp: Import) -> str:
+        """The name a plain ``import a.b`` without alias binds ("" : none)."""
+        return ""
+
+    # -- lookups ------------------------------------------------------------------------------
+    def scope_member(self, path: str, name: str) -> Target | None:
+        """A name visible in the whole file besides its own definitions and imports (the
+        Go package, the Java package, Rust child modules)."""
+        return None
+
+    def rooted_path(self, path: str, scope: str, segs: list[str]) -> tuple[bool, Target | None]:
+        """A path the family resolves from a root other than the scope (Rust ``crate::``)."""
+        return False, None
+
+    def module_member(self, path: str, f: FileFacts, name: str) -> tuple[bool, Target | None]:
+        """``name`` of module ``path`` before re-exports and imports; (True, t) decides."""
+        return False, None
+
+    def pkg_member(self, key: str, name: str) -> Target | None:
+        return None
+
+    def package_files(self, key: str) -> list[str]:
+        """The files an import of package ``key`` links to."""
+        return []
+
+    def import_module(self, path: str, imp: Import) -> Target | None:
+        return None
+
+    # -- edges --------------------------------------------------------------------------------
+    def record_import(self, path: str, imp: Import, out: EdgeSink) -> None:
+        """Edges and counts for one import statement."""
+        r = self.r
+        mod = r.import_module(path, imp)
+        r.count_import(path, mod, imp.line, out)
+        if not inside(mod):
+            return
+        for name, _ in imp.names:
+            if name == "*":
+                continue
+            t = r.member(mod, name)
+            if t is not None and t.kind == NODE and r.kind(t.id) != FILE:
+                out.edge(path, t.id, IMPORTS, EXACT, imp.line, "symbol")
+
+    def fqn(self, sym: str) -> str | None:
+        """The node a fully qualified name in a doc mention names."""
+        return None
+
+    def mention_module(self, sym: str) -> list[str]:
+        """Files of the module a doc mention names."""
+        return []
+
+    def known_top(self, name: str) -> bool:
+        """Whether ``name`` is a top-level package of the repository."""
+        return False
+
+
+def external_or_none(internal: bool) -> Target | None:
+    """An import that resolved to no file: unknown when it names the repository, else EXT."""
+    return None if internal else EXT
+
+
+__all__ = ["ImportRef", "LangRules", "external_or_none"]

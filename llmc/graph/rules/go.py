@@ -1,0 +1,77 @@
+"""Go: a package is a directory; its files share one scope (test files see the
+package's test-only names too); an import binds the package name or its alias."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import defaultdict
+from typing import Any
+
+from llmc.graph.model import FileFacts, Import
+from llmc.graph.rules.base import ImportRef, LangRules, external_or_none
+from llmc.graph.target import PKG, Target, node
+
+
+class GoRules(LangRules):
+    family = "go"
+
+    def __init__(self, r, spec) -> None:
+        super().__init__(r, spec)
+        self.members: dict[str, dict[str, str]] = defaultdict(dict)  # dir -> name -> id
+        self.members_all: dict[str, dict[str, str]] = defaultdict(dict)  # with _test.go
+
+    def index_file(self, path: str, f: FileFacts) -> None:
+        d = posixpath.dirname(path)
+        for q in self.r.defs[path]:
+            if "." not in q:
+                self.members_all[d].setdefault(q, f"{path}::{q}")
+                if not path.endswith("_test.go"):
+                    self.members[d].setdefault(q, f"{path}::{q}")
+
+    def snapshot(self, out: dict[tuple, Any]) -> None:
+        for d in self.members_all.keys() | self.members.keys():
+            out[("go", d)] = (dict(self.members.get(d, {})), dict(self.members_all.get(d, {})))
+
+    def bind_import(self, path: str, imp: Import, names: dict[str, list[ImportRef]]) -> bool:
+        if imp.alias == ".":
+            self.r.wild[path].append(imp)
+        elif imp.alias != "_":
+            d = self.r.mods.resolve_go(imp.module)
+            local = imp.alias or (
+                self.r.mods.go_package_name(d) if d else _default_name(imp.module)
+            )
+            names[local].append(ImportRef("module", imp))
+        return True
+
+    def scope_member(self, path: str, name: str) -> Target | None:
+        d = posixpath.dirname(path)
+        self.r.read(("go", d))
+        members = self.members_all if path.endswith("_test.go") else self.members
+        hit = members.get(d, {}).get(name)
+        return node(hit) if hit else None
+
+    def pkg_member(self, key: str, name: str) -> Target | None:
+        self.r.read(("go", key))
+        hit = self.members.get(key, {}).get(name)
+        return node(hit) if hit else None
+
+    def package_files(self, key: str) -> list[str]:
+        return self.r.mods.go_package_files(key)
+
+    def import_module(self, path: str, imp: Import) -> Target | None:
+        d = self.r.mods.resolve_go(imp.module)
+        if d:
+            return Target(PKG, d, self.family)
+        return external_or_none(self.r.mods.go_internal(imp.module))
+
+
+def _default_name(import_path: str) -> str:
+    parts = import_path.rstrip("/").split("/")
+    last = parts[-1]
+    if re.fullmatch(r"v\d+", last) and len(parts) > 1:
+        last = parts[-2]
+    return re.sub(r"^go-|[.-]go$", "", last).replace("-", "_").replace(".", "_")
+
+
+__all__ = ["GoRules"]
