@@ -8,6 +8,9 @@
   b = pairs where only A hits and c = pairs where only B hits, p = min(1, 2 *
   P[X <= min(b, c)]) for X ~ Binomial(b + c, 1/2), by ``scipy.stats.binomtest``.
 - ``sign_test_p``: one-sided sign test (wins against losses), also ``binomtest``.
+- ``bootstrap_ci``: percentile bootstrap CI of a mean, optionally stratified (resampling
+  within each stratum, e.g. queries within their project, so each keeps its size);
+  ``paired_bootstrap_ci``: the same for the mean of paired differences. numpy, seeded.
 """
 
 from __future__ import annotations
@@ -85,4 +88,91 @@ def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> TestResult:
     )
 
 
-__all__ = ["TestResult", "binom_two_sided_p", "mcnemar", "sign_test_p", "wilcoxon"]
+@dataclass(frozen=True)
+class BootstrapCI:
+    """A mean, its percentile bootstrap interval at ``confidence``, and how it was drawn."""
+
+    estimate: float
+    low: float
+    high: float
+    confidence: float
+    resamples: int
+    n: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "estimate": self.estimate,
+            "low": self.low,
+            "high": self.high,
+            "confidence": self.confidence,
+            "resamples": self.resamples,
+            "n": self.n,
+        }
+
+
+def bootstrap_ci(
+    values: Sequence[float],
+    strata: Sequence[Any] | None = None,
+    *,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> BootstrapCI:
+    """Percentile bootstrap CI of the mean of ``values``.
+
+    Each resample draws, with replacement, as many values as there are from each stratum
+    (``strata[i]`` names the stratum of ``values[i]``; None: one stratum), and takes the
+    mean of all drawn values. The interval is the (1 - confidence) / 2 and (1 + confidence)
+    / 2 percentiles of the resampled means (numpy's linear interpolation).
+    """
+    import numpy as np
+
+    if not values:
+        raise ValueError("bootstrap of no values")
+    if strata is not None and len(strata) != len(values):
+        raise ValueError(f"{len(values)} values but {len(strata)} strata")
+    if resamples < 1 or not 0 < confidence < 1:
+        raise ValueError("resamples must be positive and confidence within (0, 1)")
+    data = np.asarray(values, dtype=float)
+    groups: dict[Any, list[int]] = {}
+    for i, s in enumerate(strata if strata is not None else [0] * len(values)):
+        groups.setdefault(s, []).append(i)
+    rng = np.random.default_rng(seed)
+    totals = np.zeros(resamples)
+    for key in sorted(groups, key=str):
+        part = data[groups[key]]
+        picks = rng.integers(0, len(part), size=(resamples, len(part)))
+        totals += part[picks].sum(axis=1)
+    means = totals / len(data)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.percentile(means, [100.0 * alpha, 100.0 * (1.0 - alpha)])
+    return BootstrapCI(
+        float(data.mean()), float(low), float(high), confidence, resamples, len(data)
+    )
+
+
+def paired_bootstrap_ci(
+    a: Sequence[float],
+    b: Sequence[float],
+    strata: Sequence[Any] | None = None,
+    *,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> BootstrapCI:
+    """Bootstrap CI of the mean of a - b over paired values (the same pairs resampled)."""
+    _check_paired(a, b)
+    diffs = [float(x) - float(y) for x, y in zip(a, b, strict=True)]
+    return bootstrap_ci(diffs, strata, resamples=resamples, confidence=confidence, seed=seed)
+
+
+__all__ = [
+    "BootstrapCI",
+    "TestResult",
+    "binom_two_sided_p",
+    "bootstrap_ci",
+    "mcnemar",
+    "paired_bootstrap_ci",
+    "sign_test_p",
+    "wilcoxon",
+]
