@@ -2,9 +2,10 @@
 
 A set over a project is ``llmc/eval/sets/<name>-<version>.jsonl``; its line numbers refer
 to that exact sdist, so the version is pinned and the archive's sha256 is checked. The
-project is fetched at run time with ``pip download --no-deps --no-binary :all:``, unpacked
-into the cache (``eval.cache_dir``, default ``$XDG_CACHE_HOME/llmc/eval``) and indexed
-there; later runs reuse both. ``llmc.jsonl`` is judged against the llmc checkout itself.
+project is fetched at run time with ``pip download --no-deps --no-binary :all:`` (PyPI) or
+``npm pack NAME@VERSION`` (npm, for the protocol's JavaScript projects), unpacked into the
+cache (``eval.cache_dir``, default ``$XDG_CACHE_HOME/llmc/eval``) and indexed there; later
+runs reuse both. ``llmc.jsonl`` is judged against the llmc checkout itself.
 """
 
 from __future__ import annotations
@@ -29,15 +30,17 @@ log = logging.getLogger(__name__)
 SETS_DIR = Path(__file__).parent / "sets"
 MARKER = ".llmc-eval-source"
 SELF_SET = "llmc"
+PYPI, NPM = "pypi", "npm"
 
 
 @dataclass(frozen=True)
 class Project:
-    """A pinned PyPI sdist an eval set is judged against."""
+    """A pinned archive an eval set is judged against: a PyPI sdist or an npm tarball."""
 
     name: str
     version: str
     sha256: str
+    ecosystem: str = PYPI  # PYPI | NPM
 
     @property
     def set_name(self) -> str:
@@ -45,7 +48,8 @@ class Project:
 
     @property
     def requirement(self) -> str:
-        return f"{self.name}=={self.version}"
+        sep = "@" if self.ecosystem == NPM else "=="
+        return f"{self.name}{sep}{self.version}"
 
 
 # Never the pallets projects (flask, click, werkzeug, jinja2, itsdangerous, markupsafe):
@@ -148,6 +152,23 @@ def pip_download(requirement: str, dest: Path) -> None:
         raise EvalError(f"pip download {requirement} failed: {' / '.join(tail)}")
 
 
+def npm_pack(requirement: str, dest: Path) -> None:
+    """``npm pack NAME@VERSION``: the package's published tarball into ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    cmd = ["npm", "pack", "--silent", "--ignore-scripts", requirement]
+    log.info("fetching %s: %s", requirement, " ".join(cmd))
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=dest)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise EvalError(f"cannot run npm to fetch {requirement}: {e}") from None
+    if out.returncode != 0:
+        tail = (out.stderr or out.stdout).strip().splitlines()[-3:]
+        raise EvalError(f"npm pack {requirement} failed: {' / '.join(tail)}")
+
+
+DOWNLOADERS: dict[str, Callable[[str, Path], None]] = {PYPI: pip_download, NPM: npm_pack}
+
+
 def _safe_members(names: list[str]) -> str:
     """The archive's single top directory; refuse absolute or escaping member names."""
     tops = set()
@@ -184,16 +205,22 @@ def extract_sdist(archive: Path, dest: Path) -> Path:
 def fetch_project(
     project: Project,
     cache_dir: Path,
-    download: Callable[[str, Path], None] = pip_download,
+    download: Callable[[str, Path], None] | None = None,
     note: Callable[[str], None] | None = None,
 ) -> Path:
-    """The unpacked sdist of ``project`` under ``cache_dir``, downloaded on first use."""
+    """The unpacked archive of ``project`` under ``cache_dir``, downloaded on first use
+    (by ``download``, default the project's ecosystem's: ``pip_download``, ``npm_pack``)."""
     root = cache_dir / project.set_name
     marker = root / MARKER
     if marker.is_file() and marker.read_text(encoding="utf-8").strip() == project.sha256:
         return root
+    if download is None:
+        if project.ecosystem not in DOWNLOADERS:
+            raise EvalError(f"{project.name}: unknown ecosystem {project.ecosystem!r}")
+        download = DOWNLOADERS[project.ecosystem]
     if note is not None:
-        note(f"fetching {project.requirement} from PyPI into {cache_dir}")
+        where = "npm" if project.ecosystem == NPM else "PyPI"
+        note(f"fetching {project.requirement} from {where} into {cache_dir}")
     cache_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{project.set_name}-", dir=cache_dir) as tmp:
         tmp_path = Path(tmp)
@@ -211,7 +238,7 @@ def fetch_project(
                 f"{project.sha256}; the set's line numbers would not fit"
             )
         top = extract_sdist(archives[0], tmp_path / "src")
-        _git_init(top)
+        git_init(top)
         (top / MARKER).write_text(project.sha256 + "\n", encoding="utf-8")
         if marker.is_file() and marker.read_text(encoding="utf-8").strip() == project.sha256:
             return root  # another run unpacked it meanwhile (and may be indexing it)
@@ -222,7 +249,7 @@ def fetch_project(
     return root
 
 
-def _git_init(root: Path) -> None:
+def git_init(root: Path) -> None:
     """Make the unpacked sdist its own git work tree.
 
     The walker then lists files with git (the sdist's .gitignore applies) even when the
@@ -240,13 +267,18 @@ def _git_init(root: Path) -> None:
 
 
 __all__ = [
+    "NPM",
     "PROJECTS",
+    "PYPI",
     "EvalSet",
     "Project",
     "default_cache_dir",
     "extract_sdist",
     "fetch_project",
+    "file_sha256",
+    "git_init",
     "llmc_checkout",
+    "npm_pack",
     "pip_download",
     "resolve_set",
     "shipped_sets",
