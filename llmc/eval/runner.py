@@ -104,6 +104,34 @@ def _dense_only(cfg: Config) -> Config:
     return _stages_off(cfg, "search.bm25", "search.routing", *EXTRA_STAGES)
 
 
+# What a user would build from the same parts: BM25 and dense, top 100 of each over every
+# span, fused by RRF (k = 60); no routing, exact-symbol pinning, test-file weighting,
+# per-file cap, learned weights or second stage.
+RRF_BASELINE = {
+    "search.bm25": True,
+    "search.dense": True,
+    "search.routing": False,
+    "search.route": "auto",
+    "search.merge_routes": True,
+    "search.bm25_depth": 100,
+    "search.dense_depth": 100,
+    "search.fusion": "rrf",
+    "search.rrf_k": 60,
+    "search.bm25_weight": 1.0,
+    "search.dense_weight": 1.0,
+    "search.max_per_file": 0,
+    "search.test_weight": 1.0,
+    "learn.use_tuned": False,
+}
+
+
+@register_variant("rrf", tuple(RRF_BASELINE), "plain BM25 + dense top 100, RRF k=60, nothing else")
+def _rrf_baseline(cfg: Config) -> Config:
+    for key, value in RRF_BASELINE.items():
+        set_key(cfg, key, value)
+    return _stages_off(cfg, *EXTRA_STAGES)
+
+
 @register_variant("no-routing", ("search.routing",), "every route searched, unweighted")
 def _no_routing(cfg: Config) -> Config:
     return _stages_off(cfg, "search.routing")
