@@ -43,23 +43,53 @@ if TYPE_CHECKING:
 @click.option("-k", "k", type=int, default=None, help="Results per query (default search.k).")
 @click.option("--no-index", is_flag=True, help="Search the index as it is; do not update it.")
 @click.option("--per-query", is_flag=True, help="With --json: each query's scores and results.")
+@click.option(
+    "--protocol",
+    is_flag=True,
+    help="Run the protocol: baselines and llmc over a split's pinned projects.",
+)
+@click.option(
+    "--split",
+    type=click.Choice(["test", "validation", "train"]),
+    default="test",
+    show_default=True,
+    help="With --protocol: the projects to run.",
+)
+@click.option("--project", "projects", multiple=True, help="With --protocol: only this project.")
+@click.option(
+    "--max-queries",
+    type=click.IntRange(min=1),
+    default=60,
+    show_default=True,
+    help="With --protocol: queries per project (seeded sample).",
+)
 @verbose_option
 @json_option
 def eval_cmd(
     queries: str | None, repo: Path | None, from_git: int | None, ablate: bool,
     compare: tuple[str, str] | None, variants: tuple[str, ...], k: int | None,
-    no_index: bool, per_query: bool, verbose: int, as_json: bool,
+    no_index: bool, per_query: bool, protocol: bool, split: str, projects: tuple[str, ...],
+    max_queries: int, verbose: int, as_json: bool,
 ) -> None:  # fmt: skip
     """Measure search on graded queries: MRR, nDCG, recall, Code@3, latency, ablations.
 
     QUERIES is a JSON Lines file or a shipped set (attrs, marshmallow, llmc); a shipped
-    project set fetches its pinned sdist from PyPI on first use. docs/evaluation.md
+    project set fetches its pinned sdist from PyPI on first use. --protocol runs grep,
+    bm25-only, dense-only, rrf and default over the pinned projects of --split. docs/evaluation.md
     defines every number. `judgments` runs your labels (`llmc label`); --from-git [N]
     mines a set from the repository's history (docs/learning.md: its caveats).
     """
     from llmc.eval.runner import evaluate_set
 
     setup_logging(verbose)
+    if protocol:  # docs/evaluation.md, "Protocol"
+        from llmc.eval.protocol import run_protocol
+
+        with render.RichProgress(enabled=not as_json and sys.stderr.isatty()) as progress:
+            result = run_protocol(split, projects=projects, max_queries=max_queries, k=k or 10,
+                                  progress=progress)  # fmt: skip
+        render.print_json(result.to_json(per_query)) if as_json else render.print_protocol(result)
+        return
     if from_git is not None or queries == "judgments":  # sets made by llmc/learn
         from llmc.config import load_config
         from llmc.learn.sets import materialize
