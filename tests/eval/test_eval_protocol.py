@@ -296,3 +296,16 @@ def test_protocol_run_over_a_fixture_project(tmp_path):
     assert doc["projects"][0]["project"] == "proj" and "pooled" in doc
     table = markdown(report)
     assert all(f"| {s} |" in table or f" {s} " in table for s in SYSTEMS)
+
+
+def test_cli_protocol_refuses_reserved_and_unknown_projects():
+    from click.testing import CliRunner
+
+    from llmc.cli import main
+
+    out = CliRunner().invoke(main, ["eval", "--protocol", "--project", "flask"])
+    assert out.exit_code == 1 and "reserved" in out.output
+    out = CliRunner().invoke(
+        main, ["eval", "--protocol", "--split", "validation", "--project", "h11"]
+    )
+    assert out.exit_code == 1 and "in the test split" in out.output
