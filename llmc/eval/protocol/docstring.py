@@ -15,7 +15,8 @@ chunker gives it; the runner anchors it to the stripped index's lines) and, for
 JavaScript, whose lines the stripping keeps, its line range too. Intent ``code``. A query
 text found twice in a project is dropped (it would have two right answers). No queries
 come from tests, changelogs, vendored code, build output, ``.pyi`` or ``.d.ts`` files,
-or top-level ``docs/``, ``examples/`` and ``benchmarks/``.
+top-level ``docs/``, ``examples/`` and ``benchmarks/``, hidden directories, ``noxfile.py``
+and ``setup.py``.
 At most ``max_queries`` per project are kept, sampled with a seed derived from the
 project's name, and written next to the corpus so a run can be repeated exactly.
 """
@@ -37,7 +38,9 @@ log = logging.getLogger(__name__)
 TASK = "docstring"
 TASK_VERSION = "1"
 _VENDORED = re.compile(r"(?i)(^|/)(_?vendor(ed)?|third_party|extern(al)?|node_modules)(/|$)")
-_NOT_LIBRARY = re.compile(r"(?i)^(docs?|examples?|benchmarks?)/")
+_NOT_LIBRARY = re.compile(
+    r"(?i)^(docs?|examples?|benchmarks?)/|^(noxfile|setup|fabfile)\.py$|(^|/)\."
+)
 _JSDOC_AT = re.compile(r"(?m)^[ \t]*/\*\*(?!/)([\s\S]*?)\*/")
 _LINK = re.compile(r"\{@(?:link|linkcode|linkplain)\s+([^}\s|]+)(?:[\s|][^}]*)?\}")
 _KEYWORDS = frozenset("if for while switch catch return function with else do typeof new".split())
@@ -69,13 +72,14 @@ class Documented:
 
 def query_path_ok(path: str, top_dirs: frozenset[str]) -> bool:
     """Whether a file may give queries: not a test, changelog, vendored, build output,
-    stub or declaration file, nor from a top-level docs/, examples/ or benchmarks/."""
+    stub or declaration file, nor from a top-level docs/, examples/ or benchmarks/, a hidden
+    directory, or noxfile.py / setup.py."""
     from llmc.train.mine import _queries_allowed
 
     low = path.lower()
     if low.endswith((".pyi", ".d.ts", ".d.mts", ".d.cts")):
         return False
-    if is_build_output(path, top_dirs) or _VENDORED.search(path) or _NOT_LIBRARY.match(path):
+    if is_build_output(path, top_dirs) or _VENDORED.search(path) or _NOT_LIBRARY.search(path):
         return False
     if re.search(r"(^|/)(__tests__|spec|specs|test|tests)(/|$)|\.(test|spec)\.[cm]?[jt]sx?$", low):
         return False
