@@ -17,6 +17,7 @@ and re-indexes the files whose records went back in time (their stat no longer m
 
 from __future__ import annotations
 
+import errno
 import logging
 import time
 from collections.abc import Callable
@@ -27,9 +28,11 @@ from typing import Protocol
 import numpy as np
 
 from llmc.config import Config
+from llmc.errors import StoreError
 from llmc.index.walk import WalkedFile, read_text, walk
 from llmc.paths import db_path, ensure_state_dir, lexical_path, lock_path
-from llmc.store.db import Store, VectorSpace, embed_hash
+from llmc.store.db import Store, VectorSpace, embed_hash, quarantine
+from llmc.store.sqlite import database_error, integrity_problem
 from llmc.types import CODE, DOC, IndexSummary, SkippedFile, Span, StoredSpan, text_hash
 
 log = logging.getLogger(__name__)
@@ -116,13 +119,45 @@ class Indexer:
         lock = IndexLock(
             lock_path(self.root), timeout=self.cfg.index.lock_timeout, on_wait=self.progress.note
         )
-        ensure_state_dir(self.root)
-        with lock:
-            store = Store(db_path(self.root))
-            try:
-                return self._run_locked(store, full)
-            finally:
-                store.close()
+        try:
+            ensure_state_dir(self.root)
+            with lock:
+                return self._run_healing(full)
+        except OSError as e:
+            raise StoreError(_failure_line(self.root, e)) from e
+
+    def _run_healing(self, full: bool) -> IndexSummary:
+        """One run; a corrupt ``index.db`` is moved aside and rebuilt from the files.
+
+        Any other database failure (disk full, read-only, I/O error) stops the run with one
+        line. Each file's rows change in one transaction, so what was committed stays a
+        consistent index, and the next run finishes the job.
+        """
+        path = db_path(self.root)
+        try:
+            return self._run_store(full)
+        except Exception as e:
+            failed = _database_cause(e)
+            if failed is None:
+                raise
+            problem = integrity_problem(path)
+            if problem is None:
+                raise StoreError(_failure_line(self.root, failed)) from e
+        aside = quarantine(path)
+        self.progress.note(
+            f"the index database is corrupt ({problem[:200]}); moved it to {aside.name} "
+            "and rebuilding the index from the files"
+        )
+        summary = self._run_store(full=True)
+        summary.repaired.append("corrupt-db")
+        return summary
+
+    def _run_store(self, full: bool) -> IndexSummary:
+        store = Store(db_path(self.root))
+        try:
+            return self._run_locked(store, full)
+        finally:
+            store.close()
 
     def plan(self) -> IndexSummary:
         """What a run would do, writing nothing (``--dry-run``)."""
@@ -461,6 +496,28 @@ class Indexer:
                 ]
                 if items:
                     store.set_vectors(category, items)
+
+
+def _database_cause(exc: BaseException) -> BaseException | None:
+    """The sqlite error behind ``exc`` (itself or its cause), if there is one."""
+    for candidate in (exc, exc.__cause__):
+        if candidate is not None and database_error(candidate):
+            return candidate
+    return None
+
+
+def _failure_line(root: Path, exc: BaseException) -> str:
+    """One line for a run stopped by the file system or the database under ``.llmc/``."""
+    if isinstance(exc, OSError) and exc.strerror:
+        what = f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    else:
+        what = " ".join(str(exc).split())
+    full = isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EFBIG)
+    hint = " (is the disk full?)" if full or "full" in what or "I/O error" in what else ""
+    return (
+        f"indexing {root} stopped: {what}{hint}; what was committed stays searchable: "
+        "run `llmc index` again once that is fixed"
+    )
 
 
 def _lap(summary: IndexSummary, phase: str, since: float) -> float:

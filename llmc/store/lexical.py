@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import tempfile
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,12 +98,31 @@ class LexicalIndex:
         try:
             self.index = self._open(tantivy)
         except (ValueError, OSError, RuntimeError) as e:
-            if readonly:
+            if readonly and not os.access(self.path, os.W_OK):
+                self.index = self._open_copy(tantivy)
+            elif readonly:
                 raise StoreError(f"lexical index at {self.path} is unreadable: {e}") from e
-            log.warning("lexical index at %s unreadable (%s); recreating it", self.path, e)
-            self._wipe()
-            self.index = self._open(tantivy)
+            else:
+                log.warning("lexical index at %s unreadable (%s); recreating it", self.path, e)
+                self._wipe()
+                self.index = self._open(tantivy)
         self.schema = self.index.schema
+
+    def _open_copy(self, tantivy):
+        """Open a private copy: tantivy takes a lock file even to read, which a read-only
+        directory cannot hold. The copy goes when this object does."""
+        tmp = tempfile.mkdtemp(prefix="llmc-lexical-")
+        weakref.finalize(self, shutil.rmtree, tmp, True)
+        log.info("lexical index at %s is read-only: searching a copy in %s", self.path, tmp)
+        try:
+            shutil.copytree(
+                self.path, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".tantivy-*")
+            )
+            index = tantivy.Index.open(tmp)
+        except (ValueError, OSError, RuntimeError) as e:
+            raise StoreError(f"lexical index at {self.path} is unreadable: {e}") from e
+        index.register_tokenizer(ANALYZER, self._analyzer)
+        return index
 
     def _open(self, tantivy):
         schema_marker = self.path / "llmc_schema"

@@ -8,10 +8,19 @@ is the fallback. Both expose the same DB-API.
 from __future__ import annotations
 
 import functools
+import logging
+import os
 from pathlib import Path
 from types import ModuleType
 
 from llmc.errors import StoreError
+
+log = logging.getLogger(__name__)
+
+# SQLITE_CORRUPT, SQLITE_NOTADB: the file is damaged, not merely unreachable or full.
+CORRUPTION_CODES = frozenset({11, 26})
+# SQLITE_CANTOPEN, SQLITE_READONLY: a read-only directory, say.
+CANTOPEN_CODES = frozenset({8, 14})
 
 
 @functools.cache
@@ -50,14 +59,67 @@ def _load_vec(conn) -> None:
     conn.enable_load_extension(False)
 
 
+def _error_code(exc: BaseException) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
+
+
+def is_corruption(exc: BaseException) -> bool:
+    """True when a sqlite error says the database file itself is damaged."""
+    code = _error_code(exc)
+    if code is not None:
+        return code in CORRUPTION_CODES
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text
+
+
+def integrity_problem(path: Path | str) -> str | None:
+    """None when ``PRAGMA quick_check`` passes (or cannot tell); else its first complaint."""
+    module = sqlite_module()
+    try:
+        conn = module.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+        try:
+            rows = conn.execute("PRAGMA quick_check(1)").fetchall()
+        finally:
+            conn.close()
+    except module.Error as e:
+        return str(e) if is_corruption(e) else None
+    first = str(rows[0][0]) if rows else "ok"
+    return None if first == "ok" else " ".join(first.split())
+
+
+def _wal_is_empty(path: Path | str) -> bool:
+    try:
+        return os.path.getsize(f"{path}-wal") == 0
+    except OSError:
+        return True
+
+
+def _open_readonly(module, path: Path | str, timeout: float):
+    """``mode=ro``; on a read-only directory (no ``-shm`` can be made) fall back to
+    ``immutable=1``, which is safe there: nobody can write that file either."""
+    try:
+        conn = module.connect(
+            f"file:{path}?mode=ro", uri=True, timeout=timeout, check_same_thread=False
+        )
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return conn
+    except module.Error as e:
+        writable = os.access(Path(path).parent, os.W_OK)
+        if _error_code(e) not in CANTOPEN_CODES or writable or not _wal_is_empty(path):
+            raise
+    log.info("%s is on a read-only file system: opening it immutable", path)
+    return module.connect(
+        f"file:{path}?mode=ro&immutable=1", uri=True, timeout=timeout, check_same_thread=False
+    )
+
+
 def connect(path: Path | str, readonly: bool = False, timeout: float = 30.0):
     """A connection in WAL mode with sqlite-vec loaded and foreign keys on."""
     module = sqlite_module()
     try:
         if readonly:
-            conn = module.connect(
-                f"file:{path}?mode=ro", uri=True, timeout=timeout, check_same_thread=False
-            )
+            conn = _open_readonly(module, path, timeout)
         else:
             conn = module.connect(str(path), timeout=timeout, check_same_thread=False)
         _load_vec(conn)
@@ -75,4 +137,10 @@ def database_error(exc: BaseException) -> bool:
     return isinstance(exc, sqlite_module().Error)
 
 
-__all__ = ["connect", "database_error", "sqlite_module"]
+__all__ = [
+    "connect",
+    "database_error",
+    "integrity_problem",
+    "is_corruption",
+    "sqlite_module",
+]

@@ -1,0 +1,146 @@
+"""Faults in the source of truth, ``.llmc/index.db``, and in the disk under it.
+
+For each: the message is one line (no traceback), the exit status is right, and either the
+last good index still answers or the next ``llmc index`` heals it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+from fault_helpers import (
+    assert_consistent,
+    assert_one_line_failure,
+    file_size_limit,
+    index_in_process,
+    llmc,
+    read_only_mount_works,
+    read_only_prefix,
+    top_results,
+)
+from repo_fixtures import make_repo, write_files
+from waiting import wait_for
+
+from llmc.paths import db_path, state_dir
+from llmc.store.db import Store
+
+PAGE = 4096
+# Root pages in the sample index: 8 the spans table, 21 the first chunk table of the code
+# vectors (sqlite-vec).
+SPANS_PAGE, VECTORS_PAGE = 8, 21
+
+
+def smash_pages(db, *pages: int) -> None:
+    """Overwrite each page's b-tree header: what a bad sector or a stray write leaves."""
+    with open(db, "r+b") as f:
+        for page in pages:
+            f.seek((page - 1) * PAGE)
+            f.write(b"\xff" * 16)
+
+
+def heal(repo) -> dict:
+    return index_in_process(repo)
+
+
+def test_truncated_index_db_is_one_line_then_rebuilt(repo, good_answers):
+    with open(db_path(repo), "r+b") as f:
+        f.truncate(PAGE)
+    failed = llmc("search", "--no-dense", "--no-hyde", "--repo", str(repo), "save session token")
+    assert_one_line_failure(failed, "index.db", "malformed")
+    assert "corrupt-db" in heal(repo)["repaired"]
+    assert (state_dir(repo) / "index.db.corrupt").is_file()
+    assert top_results(repo) == good_answers
+    assert_consistent(repo)
+
+
+@pytest.mark.parametrize("page", [SPANS_PAGE, VECTORS_PAGE])
+def test_damaged_index_db_pages_are_healed_by_the_next_run(repo, good_answers, page):
+    smash_pages(db_path(repo), page)
+    (repo / "app/store.py").write_text((repo / "app/store.py").read_text() + "\n# edited\n")
+    assert "corrupt-db" in heal(repo)["repaired"]
+    assert top_results(repo) == good_answers
+    assert_consistent(repo)
+    assert heal(repo)["files_indexed"] == 0
+
+
+def test_disk_full_mid_index_keeps_the_last_good_index(repo, good_answers):
+    """RLIMIT_FSIZE makes every write past the limit fail (EFBIG), as a full disk would."""
+    write_files(
+        repo,
+        {
+            f"gen/mod_{i}.py": "".join(
+                f"def generated_{i}_{j}(x):\n    return x * {j}\n\n\n" for j in range(10)
+            )
+            for i in range(6)
+        },
+    )
+    limit = 128 * 1024  # the WAL outgrows this at the first batch of new spans
+    failed = llmc("index", str(repo), preexec_fn=file_size_limit(limit))
+    assert_one_line_failure(failed, "stopped", "disk")
+    assert top_results(repo) == good_answers  # the last good index still answers
+    heal(repo)
+    assert_consistent(repo)
+    assert Store(db_path(repo), readonly=True).counts()["files"] == 11
+
+
+def test_read_only_state_dir_still_answers_and_index_says_why(repo, good_answers, tmp_path):
+    why_not = read_only_mount_works(tmp_path / "probe")
+    if why_not:
+        print(f"skipping: {why_not}")
+        pytest.skip(why_not)
+    prefix = read_only_prefix(state_dir(repo))
+    assert top_results(repo, prefix=prefix) == good_answers
+    (repo / "app/store.py").write_text((repo / "app/store.py").read_text() + "\n# edited\n")
+    failed = llmc("index", str(repo), prefix=prefix)
+    assert_one_line_failure(failed, "Read-only file system")
+    heal(repo)  # writable again: the edit is indexed
+    assert_consistent(repo)
+
+
+def test_state_dir_deleted_between_and_during_runs(tmp_path):
+    files = {
+        f"pkg/mod_{i}.py": "".join(
+            f"def func_{i}_{j}(value):\n    '''Item {j} of module {i}.'''\n"
+            f"    return value * {j} + {i}\n\n\n"
+            for j in range(12)
+        )
+        for i in range(10)
+    }
+    repo = make_repo(tmp_path / "r", files)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llmc", "index", str(repo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: _generation(repo) >= 1 or proc.poll() is not None, 180, "a first write")
+        deleted_mid_run = proc.poll() is None
+        shutil.rmtree(state_dir(repo))
+        _, stderr = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    if deleted_mid_run and proc.returncode != 0:
+        assert proc.returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
+        assert len([line for line in stderr.splitlines() if line.startswith("Error:")]) == 1
+    missing = llmc("search", "--no-dense", "--no-hyde", "--repo", str(repo), "func_3_4")
+    assert_one_line_failure(missing, "llmc index")
+    heal(repo)
+    assert_consistent(repo)
+
+
+def _generation(repo) -> int:
+    try:
+        store = Store(db_path(repo), readonly=True)
+    except Exception:  # noqa: BLE001 - not there yet, or half-created
+        return 0
+    try:
+        return store.generation
+    except Exception:  # noqa: BLE001
+        return 0
+    finally:
+        store.close()
