@@ -14,7 +14,7 @@ from llmc.config import Config
 from llmc.errors import EvalError
 from llmc.eval.projects import NPM, RESERVED, Project, fetch_project
 from llmc.eval.protocol import SYSTEMS, SplitProject, protocol_projects, run_protocol
-from llmc.eval.protocol.corpus import build_corpus, strip_jsdoc
+from llmc.eval.protocol.corpus import build_corpus, strip_jsdoc, strip_python_docstrings
 from llmc.eval.protocol.docstring import docstring_queries, documented, jsdoc_description
 from llmc.eval.protocol.grep import GrepSearcher, GrepSpan, grep_rank, query_terms
 from llmc.eval.protocol.report import markdown
@@ -188,6 +188,22 @@ def test_strip_jsdoc_keeps_lines_and_other_comments():
     assert jsdoc_description(" * Merge {@link Foo} now.\n * Second.\n * @param x\n * ignored") == (
         "Merge Foo now.\nSecond."
     )
+
+
+def test_strip_python_docstrings_any_quoting_and_nothing_else():
+    text = (
+        'def f():\n    "Single-quoted doc."\n    s = """not a docstring"""\n    return s\n'
+        "def g(): 'one-liner'\n"
+        'class A:\n    """Only a docstring.\n\n    More.\n    """\n'
+        'X = """module string"""\n'
+    )
+    assert strip_python_docstrings(text) == (
+        'def f():\n    s = """not a docstring"""\n    return s\n'
+        "def g(): pass\n"
+        "class A:\n    pass\n"
+        'X = """module string"""\n'
+    )
+    assert strip_python_docstrings("def broken(:\n") == "def broken(:\n"  # regex fallback
 
 
 def test_stripped_corpus_has_no_docstring_text(tmp_path):

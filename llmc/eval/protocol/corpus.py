@@ -1,8 +1,11 @@
 """The stripped corpus of a project: a copy with the documentation the queries come from
 removed, so no span holds a query word for word.
 
-- Python: the docstring of every def and class (``llmc.train.mine.strip_docstrings``; lines
-  shift, judgments name symbols and the runner anchors them in the index);
+- Python: the docstring of every def and class, found by ``ast`` (any quoting; the
+  regex of ``llmc.train.mine.strip_docstrings`` misses single-quoted and some prefixed
+  docstrings and, on a few files such as tabulate's, removes code; it is only the fallback
+  for files ``ast`` cannot parse). Whole docstring lines are removed, so lines shift:
+  judgments name symbols and the runner anchors them in the index;
 - JavaScript/TypeScript (``.js .mjs .cjs .jsx .ts .tsx``): every ``/** ... */`` block that
   starts a line becomes blank lines (``strip_jsdoc``; line numbers stay);
 - build output is left out: ``*.min.js``, source maps, and a top-level ``dist/`` when the
@@ -26,7 +29,7 @@ from llmc.eval.projects import MARKER, git_init
 
 log = logging.getLogger(__name__)
 
-CORPUS_VERSION = "1"
+CORPUS_VERSION = "2"
 CORPUS_MARKER = ".llmc-protocol-corpus"
 JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx")
 _JSDOC = re.compile(r"(?m)^[ \t]*/\*\*(?!/)[\s\S]*?\*/")
@@ -37,6 +40,58 @@ def strip_jsdoc(text: str) -> str:
     """``text`` with every ``/** ... */`` block that starts a line replaced by as many
     blank lines (other comments, and ``/**`` inside strings, stay)."""
     return _JSDOC.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+
+
+def strip_python_docstrings(text: str) -> str:
+    """``text`` without the docstring of any def or class (``ast``): the docstring's lines
+    are removed when it has them to itself, else the literal becomes ``pass``. Files
+    ``ast`` cannot parse fall back to ``strip_docstrings``."""
+    import ast
+
+    from llmc.train.mine import strip_docstrings
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return strip_docstrings(text)
+    lines = text.splitlines(keepends=True)
+    drop: set[int] = set()  # 0-based line numbers
+    edits: dict[int, list[tuple[int, int]]] = {}  # line -> [(start col, end col)], one-line
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        first = node.body[0] if node.body else None
+        if not (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+            and first.end_lineno is not None
+            and first.end_col_offset is not None
+        ):
+            continue
+        start, end = first.lineno - 1, first.end_lineno - 1
+        head = _col(lines[start], first.col_offset)
+        tail = _col(lines[end], first.end_col_offset)
+        own_lines = not lines[start][:head].strip() and lines[end][tail:].strip() in ("", ";")
+        if own_lines and len(node.body) > 1:
+            drop.update(range(start, end + 1))
+        elif start == end:
+            edits.setdefault(start, []).append((head, tail))
+        else:  # the docstring is the whole body, on its own lines: keep a statement
+            indent = lines[start][:head]
+            drop.update(range(start + 1, end + 1))
+            lines[start] = f"{indent}pass\n" if own_lines else lines[start][:head] + "pass\n"
+    for row, spans in edits.items():
+        line = lines[row]
+        for head, tail in sorted(spans, reverse=True):
+            line = line[:head] + "pass" + line[tail:]
+        lines[row] = line
+    return "".join(line for i, line in enumerate(lines) if i not in drop)
+
+
+def _col(line: str, byte_offset: int) -> int:
+    """The character index of ``ast``'s UTF-8 byte offset in ``line``."""
+    return len(line.encode("utf-8")[:byte_offset].decode("utf-8", "replace"))
 
 
 def is_build_output(path: str, top_dirs: frozenset[str]) -> bool:
@@ -50,10 +105,8 @@ def is_build_output(path: str, top_dirs: frozenset[str]) -> bool:
 
 def strip_text(path: str, text: str) -> str:
     """The corpus text of one file."""
-    from llmc.train.mine import strip_docstrings
-
     if path.endswith((".py", ".pyi")):
-        return strip_docstrings(text)
+        return strip_python_docstrings(text)
     if path.endswith(JS_SUFFIXES):
         return strip_jsdoc(text)
     return text
@@ -102,6 +155,8 @@ def build_corpus(source: Path, dest: Path, stamp: str) -> Path:
             with exclude.open("a", encoding="utf-8") as fh:
                 fh.write(f"{CORPUS_MARKER}\n")
         (out / CORPUS_MARKER).write_text(want + "\n", encoding="utf-8")
+        if (dest / ".llmc").is_dir():  # keep the index: re-indexing is incremental
+            (dest / ".llmc").rename(out / ".llmc")
         if dest.exists():
             shutil.rmtree(dest)
         out.rename(dest)
@@ -116,5 +171,6 @@ __all__ = [
     "is_build_output",
     "source_files",
     "strip_jsdoc",
+    "strip_python_docstrings",
     "strip_text",
 ]
