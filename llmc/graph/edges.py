@@ -91,6 +91,7 @@ class EdgeTable:
     def add_tests(self, test_source) -> None:
         """A ``tests`` edge for each confident call or import from a test to code outside
         test files; ``test_source(node id)`` names the test a reference belongs to."""
+        sources: dict[str, str | None] = {}
         for (src, dst, etype), e in list(self.edges.items()):
             if etype not in (CALLS, IMPORTS) or e["confidence"] < BY_NAME:
                 continue
@@ -99,7 +100,9 @@ class EdgeTable:
                 continue
             if self.nodes.get(tgt["path"], {}).get("test"):
                 continue
-            test = test_source(src)
+            test = sources.get(src, "")
+            if test == "":
+                test = sources[src] = test_source(src)
             if test is not None:
                 self.add(test, dst, TESTS, e["confidence"], e.get("line", 0), etype)
 

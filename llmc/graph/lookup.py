@@ -34,6 +34,8 @@ from llmc.graph.model import scope_chain as chain
 from llmc.graph.target import EXT, INST, NODE, PKG, SUPER, Target, first, inside, node
 
 if TYPE_CHECKING:
+    from llmc.graph.edges import EdgeTable
+    from llmc.graph.langs import LangSpec
     from llmc.graph.modules import ModuleIndex
     from llmc.graph.rules.base import ImportRef, LangRules
 
@@ -63,6 +65,7 @@ class Lookup:
 
     facts: dict[str, FileFacts]
     mods: ModuleIndex
+    specs: dict[str, LangSpec]  # path -> its language (code files only)
     rules: dict[str, LangRules]  # path -> its language's rules (code files only)
     generic: LangRules  # rules of files without a language (docs, C, ...)
     family_rules: dict[str, LangRules]  # family -> its rules
@@ -77,6 +80,8 @@ class Lookup:
     raw_bases: dict[str, list[tuple[str, str, str, int]]]
     by_name: dict[str, list[str]]
     by_qual: dict[str, list[str]]
+    inherit_entries: dict[str, list[tuple[str, int, str, int]]]  # path -> (owner, i, base, line)
+    table: EdgeTable  # the defines edges the tables add
 
     def __init__(self) -> None:
         self.memo = Memo()
@@ -234,7 +239,7 @@ class Lookup:
         rules = self.rules.get(path)
         if rules is None:
             return None
-        spec = rules.spec
+        spec = self.specs[path]
         if name in spec.self_names:
             cls = self.enclosing_class(path, scope)
             if cls is None:

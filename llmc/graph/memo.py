@@ -1,15 +1,16 @@
 """Memoised lookups that terminate on cycles and give the same answer in any order.
 
 Chained lookups (re-exports, inherited members, variable types) recurse through
-:meth:`Memo.guard`: a key already being evaluated answers None (a cycle is cut there), and
-so does a call past ``MAX_DEPTH``. An answer is memoised only when it does not depend on
-where the query started: a frame whose evaluation hit a cut below it on the stack (an
-ancestor in a cycle, or the depth limit) is recomputed when asked again, so every cached
-answer is the one a fresh resolver would give to that query first. That is what lets the
-incremental build resolve a few files against a fresh memo and keep the rest.
+:meth:`Memo.guard`: a key already being evaluated answers None (the cycle is cut there),
+and so does a call past ``MAX_DEPTH``. What a cut answers depends on where the evaluation
+started (``a → b → (a: cut) → c`` but ``b → a → (b: cut) → d``), so an answer is cached only
+when nothing under it was cut: such an answer is the same from any stack. An answer that
+went through a cut is computed again each time it is asked for, in its own place. So every
+file resolves the same whether it is resolved first, last or alone, which is what lets the
+incremental build resolve a few files with a fresh memo and keep the others' edges.
 
 Each answer also carries the keys of the data it read (see :meth:`Memo.read`), so the
-resolver knows which facts of which files one file's edges depend on.
+resolver knows which table entries one file's edges depend on.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Any
 
 MAX_DEPTH = 16
 _MISS = object()
-_TOP = 1 << 30
 
 
 class Memo:
@@ -27,9 +27,9 @@ class Memo:
 
     def __init__(self) -> None:
         self.memo: dict[Hashable, tuple[Any, bool, set]] = {}
-        self.busy: dict[Hashable, int] = {}  # key being evaluated -> its stack level
+        self.busy: set[Hashable] = set()  # keys being evaluated
         self.depth = 0
-        self.low = _TOP  # lowest stack level a cut in the current frame reached
+        self.cut = False  # the current evaluation went through a cut
         self.inferred = False  # the current answer went through an inferred type
         self.reads: set[Hashable] = set()
 
@@ -48,25 +48,23 @@ class Memo:
             if reads:
                 self.reads |= reads
             return result
-        level = self.busy.get(key)
-        if level is not None or self.depth > MAX_DEPTH:
-            # A cycle cut at ``level`` or the depth limit (which depends on every level).
-            self.low = min(self.low, 0 if level is None else level)
+        if key in self.busy or self.depth > MAX_DEPTH:
+            self.cut = True
             return None
-        level = self.depth
-        outer_inferred, outer_low, outer_reads = self.inferred, self.low, self.reads
-        self.inferred, self.low, self.reads = False, _TOP, set()
-        self.busy[key] = level
+        outer_inferred, outer_cut, outer_reads = self.inferred, self.cut, self.reads
+        self.inferred, self.cut, self.reads = False, False, set()
+        self.busy.add(key)
         self.depth += 1
         try:
             result = fn(*args)
         finally:
             self.depth -= 1
-            del self.busy[key]
-            inferred, low, reads = self.inferred, self.low, self.reads
+            self.busy.discard(key)
+            inferred, cut, reads = self.inferred, self.cut, self.reads
             outer_reads |= reads
-            self.inferred, self.low, self.reads = outer_inferred, min(outer_low, low), outer_reads
-        if low >= level:
+            self.cut, self.reads = outer_cut or cut, outer_reads
+            self.inferred = outer_inferred
+        if not cut:
             self.memo[key] = (result, inferred, reads)  # never changed once the frame ends
         self.inferred = outer_inferred or inferred
         return result

@@ -11,7 +11,7 @@ from llmc.graph.model import BY_NAME, EXACT, INFERRED, MENTIONS, SECTION, FileFa
 
 if TYPE_CHECKING:
     from llmc.graph.edges import EdgeSink
-    from llmc.graph.resolve import Resolver
+    from llmc.graph.lookup import Lookup
 
 _MENTION_EXTS = re.compile(
     r"\.(py|pyi|js|jsx|mjs|ts|tsx|go|rs|java|md|rst|toml|json|ya?ml|cfg|txt)$"
@@ -27,7 +27,7 @@ _PROSE_WORDS = frozenset(
 Answer = tuple[str | None, str, float]  # (status or None: not a reference, node, confidence)
 
 
-def record_mentions(r: Resolver, path: str, f: FileFacts, out: EdgeSink) -> None:
+def record_mentions(r: Lookup, path: str, f: FileFacts, out: EdgeSink) -> None:
     if f.category != "doc" and f.lang != "doc":
         return
     defs = r.defs_of(path)
@@ -41,7 +41,7 @@ def record_mentions(r: Resolver, path: str, f: FileFacts, out: EdgeSink) -> None
             out.edge(src, target, MENTIONS, conf, m.line, m.kind)
 
 
-def _mention(r: Resolver, doc: str, text: str, kind: str) -> Answer:
+def _mention(r: Lookup, doc: str, text: str, kind: str) -> Answer:
     text = text.strip().strip("~!").strip()
     if kind in ("link", "path") or "/" in text or _MENTION_EXTS.search(text):
         return _mention_path(r, doc, text)
@@ -86,11 +86,11 @@ def _mention(r: Resolver, doc: str, text: str, kind: str) -> Answer:
     return "unresolved", "", 0.0
 
 
-def _is_file(r: Resolver, path: str) -> bool:
+def _is_file(r: Lookup, path: str) -> bool:
     return path in r.facts  # the file list is part of the module signature
 
 
-def _mention_path(r: Resolver, doc: str, text: str) -> Answer:
+def _mention_path(r: Lookup, doc: str, text: str) -> Answer:
     hosted = _HOSTED.match(text)  # a link to this file on GitHub / GitLab
     if hosted:
         path = hosted.group(1).split("#")[0]
@@ -129,7 +129,7 @@ def _mention_path(r: Resolver, doc: str, text: str) -> Answer:
     return None, "", 0.0
 
 
-def node_at(r: Resolver, path: str, line: int) -> str | None:
+def node_at(r: Lookup, path: str, line: int) -> str | None:
     """The innermost definition of ``path`` around ``line``."""
     r.read(("lines", path))
     best, size = None, None

@@ -230,6 +230,7 @@ class GraphStats:
     files_extracted: int = 0
     files_cached: int = 0
     files_failed: int = 0
+    files_resolved: int = 0  # files whose references were resolved again (the rest reused)
     rebuilt: bool = False
     seconds: float = 0.0
 

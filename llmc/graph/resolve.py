@@ -72,11 +72,11 @@ class Resolver(Lookup):
         self.facts = facts
         self.name_fallback = name_fallback
         self.mods = ModuleIndex(facts, repo_root)
-        self.generic = LangRules(self, None)
+        self.generic = LangRules(self)
         self.family_rules: dict[str, LangRules] = {}
         for spec in SPECS.values():
             if spec.family not in self.family_rules:
-                self.family_rules[spec.family] = spec.rules(self, spec)
+                self.family_rules[spec.family] = spec.rules(self)
         self.specs: dict[str, LangSpec] = {}
         self.rules: dict[str, LangRules] = {}
         for path, f in facts.items():
@@ -172,6 +172,7 @@ class Resolver(Lookup):
                     out.edge(path, p, IMPORTS, EXACT, line, "package")
 
     def _inheritance(self, path: str, out: EdgeSink) -> None:
+        self.read(("inherits", path))  # owners were looked up when the tables were built
         for owner, i, base, line in self.inherit_entries.get(path, ()):
             targets = self.base_targets(owner)
             if i >= len(targets):

@@ -17,10 +17,10 @@ from llmc.graph.model import DEFINES, FILE, SECTION, FileFacts, node_id
 from llmc.graph.rules.base import ImportRef
 
 if TYPE_CHECKING:
-    from llmc.graph.resolve import Resolver
+    from llmc.graph.lookup import Lookup
 
 
-def build_tables(r: Resolver) -> None:
+def build_tables(r: Lookup) -> None:
     r.nodes = {}
     r.defs, r.impls = {}, {}
     r.by_name, r.by_qual = defaultdict(list), defaultdict(list)
@@ -50,7 +50,7 @@ def build_tables(r: Resolver) -> None:
     r.memo.clear()  # lookups above ran before every member was attached
 
 
-def _index_file(r: Resolver, path: str, f: FileFacts, orphans: list) -> None:
+def _index_file(r: Lookup, path: str, f: FileFacts, orphans: list) -> None:
     rules = r.rules_of(path)
     r.nodes[path] = _clean(
         {
@@ -110,7 +110,7 @@ def _index_file(r: Resolver, path: str, f: FileFacts, orphans: list) -> None:
     rules.index_file(path, f)
 
 
-def _index_imports(r: Resolver, path: str, f: FileFacts) -> None:
+def _index_imports(r: Lookup, path: str, f: FileFacts) -> None:
     names: dict[str, list[ImportRef]] = defaultdict(list)
     rules = r.rules_of(path)
     for imp in f.imports:
@@ -136,7 +136,7 @@ def _index_imports(r: Resolver, path: str, f: FileFacts) -> None:
     r.names[path] = names
 
 
-def snapshot(r: Resolver) -> dict[tuple, Any]:
+def snapshot(r: Lookup) -> dict[tuple, Any]:
     """Every table entry another file's resolution can read, by the key it records when
     it reads it (see :class:`~llmc.graph.lookup.Lookup`): equal snapshot values mean
     equal answers. Line numbers are apart (``lines``): few lookups read them."""
@@ -159,6 +159,8 @@ def snapshot(r: Resolver) -> dict[tuple, Any]:
         )
     for cid, members in r.members.items():
         out[("members", cid)] = dict(members)
+    for path, entries in r.inherit_entries.items():
+        out[("inherits", path)] = tuple(entries)
     for cid, raw in r.raw_bases.items():
         out[("bases", cid)] = tuple(entry[:3] for entry in raw)
     for name, nids in r.by_name.items():
@@ -170,7 +172,7 @@ def snapshot(r: Resolver) -> dict[tuple, Any]:
     return out
 
 
-def module_signature(r: Resolver) -> tuple:
+def module_signature(r: Lookup) -> tuple:
     """What import resolution depends on besides the snapshot: the file list, each file's
     language and package clause, and what was read from disk (``__init__.py``, ``go.mod``).
     When it changes, every file is resolved again."""

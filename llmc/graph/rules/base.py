@@ -3,16 +3,16 @@ language the resolver knows nothing special about."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from llmc.graph.model import EXACT, FILE, IMPORTS, FileFacts, Import
 from llmc.graph.target import EXT, NODE, Target, inside
 
 if TYPE_CHECKING:
     from llmc.graph.edges import EdgeSink
-    from llmc.graph.langs import LangSpec
-    from llmc.graph.resolve import Resolver
+    from llmc.graph.modules import ModuleIndex
 
 
 @dataclass(frozen=True)
@@ -25,14 +25,35 @@ class ImportRef:
     name: str = ""
 
 
+class Resolution(Protocol):
+    """The resolver as language rules see it (:class:`llmc.graph.resolve.Resolver`)."""
+
+    facts: dict[str, FileFacts]
+    mods: ModuleIndex
+    defs: dict[str, dict[str, Any]]
+    wild: dict[str, list[Import]]
+
+    def read(self, key: Hashable) -> None: ...
+    def defs_of(self, path: str) -> dict[str, Any]: ...
+    def facts_of(self, path: str) -> FileFacts | None: ...
+    def node_attrs(self, nid: str) -> dict[str, Any] | None: ...
+    def kind(self, nid: str) -> str: ...
+    def def_kind(self, path: str, qual: str) -> str: ...
+    def lookup(self, path: str, scope: str, name: str) -> Target | None: ...
+    def member(self, target: Target | None, name: str) -> Target | None: ...
+    def walk(self, t: Target | None, segs: list[str]) -> Target | None: ...
+    def enclosing_class(self, path: str, scope: str) -> str | None: ...
+    def import_module(self, path: str, imp: Import) -> Target | None: ...
+    def count_import(self, path: str, mod: Target | None, line: int, out: EdgeSink) -> None: ...
+
+
 class LangRules:
     """One language family's resolution rules, for one resolver run."""
 
     family = ""
 
-    def __init__(self, r: Resolver, spec: LangSpec | None) -> None:
+    def __init__(self, r: Resolution) -> None:
         self.r = r
-        self.spec = spec
 
     # -- indexing ---------------------------------------------------------------------------
     def module_name(self, path: str, f: FileFacts) -> str:
@@ -110,4 +131,4 @@ def external_or_none(internal: bool) -> Target | None:
     return None if internal else EXT
 
 
-__all__ = ["ImportRef", "LangRules", "external_or_none"]
+__all__ = ["ImportRef", "LangRules", "Resolution", "external_or_none"]

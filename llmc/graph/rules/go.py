@@ -9,15 +9,15 @@ from collections import defaultdict
 from typing import Any
 
 from llmc.graph.model import FileFacts, Import
-from llmc.graph.rules.base import ImportRef, LangRules, external_or_none
+from llmc.graph.rules.base import ImportRef, LangRules, Resolution, external_or_none
 from llmc.graph.target import PKG, Target, node
 
 
 class GoRules(LangRules):
     family = "go"
 
-    def __init__(self, r, spec) -> None:
-        super().__init__(r, spec)
+    def __init__(self, r: Resolution) -> None:
+        super().__init__(r)
         self.members: dict[str, dict[str, str]] = defaultdict(dict)  # dir -> name -> id
         self.members_all: dict[str, dict[str, str]] = defaultdict(dict)  # with _test.go
 

@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from llmc.graph.model import EXACT, IMPORTS, TYPE_KINDS, FileFacts, Import
-from llmc.graph.rules.base import LangRules, external_or_none
+from llmc.graph.rules.base import LangRules, Resolution, external_or_none
 from llmc.graph.target import PKG, Target, inside, node
 
 if TYPE_CHECKING:
@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 class JavaRules(LangRules):
     family = "java"
 
-    def __init__(self, r, spec) -> None:
-        super().__init__(r, spec)
+    def __init__(self, r: Resolution) -> None:
+        super().__init__(r)
         self.fqns: dict[str, str] = {}  # fully qualified type name -> node id
 
     def index_file(self, path: str, f: FileFacts) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from llmc.graph.model import EXACT, FILE, IMPORTS, FileFacts, Import
-from llmc.graph.rules.base import LangRules, external_or_none
+from llmc.graph.rules.base import LangRules, Resolution, external_or_none
 from llmc.graph.target import NODE, PKG, Target, inside, node
 
 if TYPE_CHECKING:
@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 class PythonRules(LangRules):
     family = "python"
 
-    def __init__(self, r, spec) -> None:
-        super().__init__(r, spec)
+    def __init__(self, r: Resolution) -> None:
+        super().__init__(r)
         self.fqns: dict[str, str] = {}  # dotted name -> node id
 
     def _target(self, hit: str) -> Target:
