@@ -88,12 +88,15 @@ class EdgeTable:
             else:
                 self.add(*ev)
 
-    def add_tests(self, test_source) -> None:
+    def add_tests(self, test_source, test_paths: set[str]) -> None:
         """A ``tests`` edge for each confident call or import from a test to code outside
-        test files; ``test_source(node id)`` names the test a reference belongs to."""
+        test files; ``test_source(node id)`` names the test a reference belongs to, and
+        only references from ``test_paths`` (files with tests) can belong to one."""
         sources: dict[str, str | None] = {}
         for (src, dst, etype), e in list(self.edges.items()):
             if etype not in (CALLS, IMPORTS) or e["confidence"] < BY_NAME:
+                continue
+            if src.partition("::")[0] not in test_paths:
                 continue
             tgt = self.nodes.get(dst)
             if tgt is None or tgt["kind"] == UNRESOLVED:

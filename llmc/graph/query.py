@@ -16,7 +16,6 @@ import os
 import threading
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +42,8 @@ from llmc.graph.model import (
     GraphStats,
     unresolved_id,
 )
+from llmc.graph.rank import DEPENDENCY_TYPES, pagerank
+from llmc.graph.records import Dep, Edge, NodeInfo, Ref, Usage
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -52,126 +53,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEPENDENCY_TYPES = (CALLS, IMPORTS, INHERITS)
 DIRECTIONS = ("out", "in", "both")
-
-
-@dataclass(frozen=True)
-class NodeInfo:
-    id: str
-    kind: str
-    name: str
-    path: str = ""
-    qualname: str = ""
-    lang: str = ""
-    start_line: int = 0
-    end_line: int = 0
-    span_id: int | None = None
-    test: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "name": self.name,
-            "path": self.path,
-            "qualname": self.qualname,
-            "lang": self.lang,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "span_id": self.span_id,
-            "test": self.test,
-        }
-
-
-@dataclass(frozen=True)
-class Edge:
-    """One edge seen from ``node``: ``other`` is at the far end, ``direction`` is "out"
-    (node → other) or "in" (other → node); ``line`` is where the reference is written."""
-
-    node: str
-    other: str
-    type: str
-    direction: str
-    confidence: float = 1.0
-    line: int = 0
-    via: str = ""
-    count: int = 1
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "node": self.node,
-            "other": self.other,
-            "type": self.type,
-            "direction": self.direction,
-            "confidence": self.confidence,
-            "line": self.line,
-            "via": self.via,
-            "count": self.count,
-        }
-
-
-@dataclass(frozen=True)
-class Ref:
-    """A place that uses a symbol: the using node, where, and how sure we are."""
-
-    node: str
-    kind: str
-    path: str
-    line: int
-    confidence: float
-    via: str = ""
-    name: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "node": self.node,
-            "kind": self.kind,
-            "path": self.path,
-            "line": self.line,
-            "confidence": self.confidence,
-            "via": self.via,
-            "name": self.name,
-        }
-
-
-@dataclass(frozen=True)
-class Usage:
-    target: NodeInfo
-    callers: list[Ref] = field(default_factory=list)
-    possible_callers: list[Ref] = field(default_factory=list)
-    importers: list[Ref] = field(default_factory=list)
-    subclasses: list[Ref] = field(default_factory=list)
-    tests: list[Ref] = field(default_factory=list)
-    docs: list[Ref] = field(default_factory=list)
-
-    GROUPS = ("callers", "possible_callers", "importers", "subclasses", "tests", "docs")
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"target": self.target.to_json()}
-        for g in self.GROUPS:
-            out[g] = [r.to_json() for r in getattr(self, g)]
-        return out
-
-
-@dataclass(frozen=True)
-class Dep:
-    node: str
-    depth: int
-    type: str
-    confidence: float
-    source: str
-    line: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "node": self.node,
-            "depth": self.depth,
-            "type": self.type,
-            "confidence": self.confidence,
-            "from": self.source,
-            "line": self.line,
-        }
 
 
 class RepoGraph:
@@ -551,63 +433,6 @@ def _edge(node: str, other: str, direction: str, d: dict[str, Any]) -> Edge:
         via=d.get("via", ""),
         count=int(d.get("count", 1)),
     )
-
-
-def pagerank(
-    g: nx.MultiDiGraph,
-    nodes: Iterable[str] | None = None,
-    edge_types: Iterable[str] | None = DEPENDENCY_TYPES,
-    personalization: Mapping[str, float] | None = None,
-    alpha: float = 0.85,
-    max_iter: int = 100,
-    tol: float = 1.0e-6,
-) -> dict[str, float]:
-    """``networkx.pagerank`` over the subgraph induced by ``nodes`` (default: all), with the
-    edges of ``edge_types`` weighted by summed confidence. Negative personalization counts
-    as 0, all-zero as none; the iteration starts from the personalization vector."""
-    import networkx as nx
-
-    sub = _weighted_subgraph(g, nodes, edge_types)
-    if not sub:
-        return {}
-    p = _teleport(sub, personalization)
-    args = {"alpha": alpha, "personalization": p, "tol": tol, "nstart": p, "weight": "weight"}
-    try:
-        ranks = nx.pagerank(sub, max_iter=max_iter, **args)
-    except nx.PowerIterationFailedConvergence:
-        log.warning("PageRank did not converge in %d iterations; trying 10x as many", max_iter)
-        ranks = nx.pagerank(sub, max_iter=10 * max_iter, **args)
-    return {n: float(r) for n, r in ranks.items()}
-
-
-def _weighted_subgraph(
-    g: nx.MultiDiGraph, nodes: Iterable[str] | None, edge_types: Iterable[str] | None
-) -> nx.DiGraph:
-    """The induced subgraph as a DiGraph: one edge per pair, weight = summed confidence."""
-    import networkx as nx
-
-    ns = list(dict.fromkeys(n for n in (nodes if nodes is not None else g.nodes) if n in g))
-    types = set(edge_types) if edge_types is not None else None
-    sub = nx.DiGraph()
-    sub.add_nodes_from(ns)
-    for u in ns:
-        for _, v, d in g.out_edges(u, data=True):
-            if v in sub and (types is None or d["type"] in types):
-                w = float(d.get("confidence", 1.0))
-                if sub.has_edge(u, v):
-                    sub[u][v]["weight"] += w
-                else:
-                    sub.add_edge(u, v, weight=w)
-    return sub
-
-
-def _teleport(sub: nx.DiGraph, personalization: Mapping[str, float] | None) -> dict | None:
-    """Personalization restricted to the subgraph, negatives as 0; None when nothing is left."""
-    if not personalization:
-        return None
-    p = {n: max(0.0, float(personalization.get(n, 0.0))) for n in sub}
-    total = sum(p.values())
-    return {n: x / total for n, x in p.items()} if total > 0 else None
 
 
 # -- loading -------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from llmc.graph.query import Dep, Edge, NodeInfo, Ref, RepoGraph, Usage
+from llmc.graph.query import RepoGraph
+from llmc.graph.records import Dep, Edge, NodeInfo, Ref, Usage
 
 
 def _where(info: NodeInfo) -> str:

@@ -118,7 +118,8 @@ class Resolver(Lookup):
         table = self.table
         for phase in range(len(PHASES)):
             if PHASES[phase] == "mentions":
-                table.add_tests(self._test_source)
+                tests = {p for p, f in self.facts.items() if f.test or any(d.test for d in f.defs)}
+                table.add_tests(self._test_source, tests)
             for res in results.values():
                 table.replay(res.phases[phase])
         totals = {t: {"resolved": 0, "unresolved": 0, "external": 0} for t in RESOLVED_TYPES}
