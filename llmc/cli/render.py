@@ -126,7 +126,8 @@ def print_index_summary(summary: IndexSummary, verbose: int) -> None:
         )
         con.print(f"  embedded {summary.embedded}, from cache {summary.embed_cached}{rate}")
         for what in summary.repaired:
-            con.print(f"  repaired: {what} (rebuilt from SQLite)")
+            how = "rebuilt from the files" if what == "corrupt-db" else "rebuilt from SQLite"
+            con.print(f"  repaired: {what} ({how})")
     if summary.skipped:
         if verbose:
             for s in summary.skipped:
