@@ -28,17 +28,24 @@ from llmc.paths import db_path, state_dir
 from llmc.store.db import Store
 
 PAGE = 4096
-# Root pages in the sample index: 8 the spans table, 21 the first chunk table of the code
-# vectors (sqlite-vec).
-SPANS_PAGE, VECTORS_PAGE = 8, 21
+# The spans table, and the first chunk table of the code vectors (sqlite-vec).
+SPANS, VECTORS = "spans", "emb_code_vector_chunks00"
 
 
-def smash_pages(db, *pages: int) -> None:
-    """Overwrite each page's b-tree header: what a bad sector or a stray write leaves."""
+def smash_root_page(db, table: str) -> None:
+    """Overwrite the b-tree header of ``table``'s root page: what a bad sector or a stray
+    write leaves."""
+    store = Store(db, readonly=True)
+    try:
+        page_size = store.conn.execute("PRAGMA page_size").fetchone()[0]
+        (page,) = store.conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)
+        ).fetchone()
+    finally:
+        store.close()
     with open(db, "r+b") as f:
-        for page in pages:
-            f.seek((page - 1) * PAGE)
-            f.write(b"\xff" * 16)
+        f.seek((page - 1) * page_size)
+        f.write(b"\xff" * 16)
 
 
 def heal(repo) -> dict:
@@ -56,9 +63,9 @@ def test_truncated_index_db_is_one_line_then_rebuilt(repo, good_answers):
     assert_consistent(repo)
 
 
-@pytest.mark.parametrize("page", [SPANS_PAGE, VECTORS_PAGE])
-def test_damaged_index_db_pages_are_healed_by_the_next_run(repo, good_answers, page):
-    smash_pages(db_path(repo), page)
+@pytest.mark.parametrize("table", [SPANS, VECTORS])
+def test_damaged_index_db_pages_are_healed_by_the_next_run(repo, good_answers, table):
+    smash_root_page(db_path(repo), table)
     (repo / "app/store.py").write_text((repo / "app/store.py").read_text() + "\n# edited\n")
     assert "corrupt-db" in heal(repo)["repaired"]
     assert top_results(repo) == good_answers
