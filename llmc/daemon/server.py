@@ -23,6 +23,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import socketserver
 import threading
 import time
@@ -50,12 +51,73 @@ log = logging.getLogger(__name__)
 
 API_PREFIX = "/v1/"
 READ_TIMEOUT_S = 10.0  # a client must send its request (and keep-alive requests) this fast
+REQUEST_DEADLINE_S = 30.0  # ... and all of it (line, headers, body) within this, however sent
 WORKERS = 8
 SOCKET_CHECK_S = 5.0
 
 
 def _json_bytes(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, default=str).encode("utf-8")
+
+
+class DeadlineReader:
+    """The connection's reader with one deadline for a whole request.
+
+    A socket timeout bounds each read, not the request: a client that sends a byte every
+    few seconds would hold its connection (and a worker thread) for ever. Every read here
+    waits at most until the request's deadline, and lines are read a buffer at a time, so
+    the deadline holds however the bytes trickle in. ``stop()`` once the request is read:
+    writing the answer is not bounded by it.
+    """
+
+    def __init__(self, raw: Any, sock: socket.socket):
+        self._raw = raw
+        self._sock = sock
+        self._deadline: float | None = None
+
+    def start(self, seconds: float) -> None:
+        self._deadline = time.monotonic() + seconds
+
+    def stop(self) -> None:
+        self._deadline = None
+        self._sock.settimeout(READ_TIMEOUT_S)
+
+    def _arm(self) -> None:
+        if self._deadline is None:
+            return
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("request not received in time")
+        self._sock.settimeout(min(left, READ_TIMEOUT_S))
+
+    def readline(self, limit: int = -1) -> bytes:
+        out = bytearray()
+        while limit < 0 or len(out) < limit:
+            self._arm()
+            buffered = self._raw.peek(1)  # at most one receive when the buffer is empty
+            if not buffered:
+                break
+            want = len(buffered) if limit < 0 else min(len(buffered), limit - len(out))
+            newline = buffered.find(b"\n", 0, want)
+            out += self._raw.read(newline + 1 if newline >= 0 else want)
+            if newline >= 0:
+                break
+        return bytes(out)
+
+    def read(self, size: int = -1) -> bytes:
+        if size < 0:
+            raise ValueError("DeadlineReader.read needs a size")
+        out = bytearray()
+        while len(out) < size:
+            self._arm()
+            chunk = self._raw.read1(size - len(out))
+            if not chunk:
+                break
+            out += chunk
+        return bytes(out)
+
+    def close(self) -> None:
+        self._raw.close()
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -83,7 +145,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.request_version = "HTTP/1.0"  # garbage still gets a status line and headers
         self._reply(code, ApiError(code, "bad_request", message or "bad request").to_json())
 
+    def setup(self) -> None:
+        super().setup()
+        self.rfile = DeadlineReader(self.rfile, self.connection)
+
     def handle_one_request(self) -> None:
+        self.rfile.start(REQUEST_DEADLINE_S)
         try:
             super().handle_one_request()
         except TimeoutError:
@@ -108,6 +175,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     # -- the request ------------------------------------------------------------------------
     def _reply(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
+        self.rfile.stop()
         data = _json_bytes(body)
         try:
             self.send_response(status)
@@ -175,6 +243,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         for key, values in urllib.parse.parse_qs(url.query, keep_blank_values=True).items():
             params[key] = values[-1]
         body = self._body(method, app)
+        self.rfile.stop()  # the request is in: answering it is not bound by its deadline
         if body is not None:
             params.update(body)
         return name, params

@@ -4,8 +4,10 @@ the shared-model embedder wrapper. Real watchdog and git; no models."""
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
+import pytest
 from daemon_helpers import git, make_git_repo, wait_for
 
 from llmc.config import Config, load_config
@@ -172,3 +174,59 @@ def test_locked_embedder_chunks_under_the_lock_and_keeps_order():
     assert out[:, 0].tolist() == [5, 1, 9, 3, 7, 2, 8]
     assert inner.calls == [3, 3, 1] and sum(seen) == 7
     assert wrapped.embed_passages([]).shape == (0, 2)
+
+
+def _trickle(sock, data: bytes, every_s: float) -> None:
+    """Send ``data`` a byte at a time, then close (a slow-loris client)."""
+    try:
+        for b in data:
+            sock.sendall(bytes([b]))
+            time.sleep(every_s)
+    except OSError:
+        pass  # the reader gave up and closed: that is the point
+    finally:
+        sock.close()
+
+
+@pytest.mark.parametrize("how", ["line", "body"])
+def test_a_trickling_client_cannot_outlast_the_request_deadline(how):
+    """Each byte comes well within the per-read timeout, but the request as a whole does
+    not arrive by its deadline: the reader gives up (without the deadline it would read
+    the whole trickle and return)."""
+    import socket
+
+    from llmc.daemon.server import DeadlineReader
+
+    server, client = socket.socketpair()
+    writer = threading.Thread(target=_trickle, args=(client, b"x" * 60, 0.1), daemon=True)
+    writer.start()
+    reader = DeadlineReader(server.makefile("rb"), server)
+    reader.start(0.5)
+    try:
+        with pytest.raises(TimeoutError):
+            reader.readline(65537) if how == "line" else reader.read(60)
+    finally:
+        reader.stop()
+        server.close()
+        writer.join(30)
+
+
+def test_a_request_within_its_deadline_is_read_whole():
+    import socket
+
+    from llmc.daemon.server import DeadlineReader
+
+    server, client = socket.socketpair()
+    client.sendall(b"GET /v1/health HTTP/1.1\r\nContent-Length: 4\r\n\r\nbody")
+    reader = DeadlineReader(server.makefile("rb"), server)
+    reader.start(60)
+    try:
+        assert reader.readline(65537) == b"GET /v1/health HTTP/1.1\r\n"
+        assert reader.readline(10) == b"Content-Le"  # a limit cuts the line, as io does
+        assert reader.readline() == b"ngth: 4\r\n"
+        assert reader.readline() == b"\r\n"
+        assert reader.read(4) == b"body"
+    finally:
+        reader.stop()
+        server.close()
+        client.close()
