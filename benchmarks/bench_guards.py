@@ -93,20 +93,11 @@ def bench_chunk() -> dict[str, float]:
 
 
 def bench_graph(root: Path) -> dict[str, float]:
-    from graph_helpers import StoreFiller
+    from graph_helpers import StoreFiller, write_hundred_modules
 
     from llmc.graph import load_graph, update_graph
 
-    (root / "app").mkdir(parents=True)
-    (root / "app" / "__init__.py").write_text("")
-    for i in range(100):
-        body = [f"from app.m{(i + 1) % 100} import f{(i + 1) % 100}_0\n\n"]
-        for j in range(8):
-            body.append(
-                f"class C{i}_{j}:\n    def run(self, x):\n        return f{i}_{j}(x)\n\n"
-                f"def f{i}_{j}(x):\n    return f{(i + 1) % 100}_0(x) if x else C{i}_{j}()\n\n"
-            )
-        (root / "app" / f"m{i}.py").write_text("".join(body))
+    write_hundred_modules(root)
     filler = StoreFiller(root)
     try:
         changed = filler.put()

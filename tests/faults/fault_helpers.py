@@ -18,11 +18,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from index_checks import assert_index_consistent
 from repo_fixtures import SAMPLE_FILES, make_repo
-
-from llmc.paths import db_path, graph_path, lexical_path
-from llmc.store.db import Store
-from llmc.store.lexical import LexicalIndex
 
 QUERIES = ("save session token", "start the http server", "configuration sessions path")
 CLI_TIMEOUT_S = 240.0
@@ -109,23 +106,7 @@ def top_results(root: Path, prefix: Sequence[str] = ()) -> dict[str, list]:
 
 
 def assert_consistent(root: Path) -> None:
-    """Vectors, lexical docs and the graph match the store's spans; every span's file is
-    on disk."""
-    store = Store(db_path(root), readonly=True)
-    try:
-        spans = list(store.iter_spans())
-        ids = {s.id for s in spans}
-        assert all((root / s.span.path).is_file() for s in spans)
-        vec_ids: set[int] = set()
-        for table in ("emb_code", "emb_docs"):
-            vec_ids |= {r[0] for r in store.conn.execute(f"SELECT span_id FROM {table}")}
-        assert vec_ids == ids
-        lexical = LexicalIndex(lexical_path(root), readonly=True)
-        assert lexical.generation == store.generation
-        assert lexical.num_docs() == len(ids)
-        assert graph_path(root).is_file()
-    finally:
-        store.close()
+    assert_index_consistent(root, graph=True)
 
 
 def file_size_limit(limit_bytes: int) -> Callable[[], None]:

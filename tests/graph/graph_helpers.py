@@ -115,3 +115,19 @@ def touch_later(path: Path, text: str) -> None:
     after = path.stat()
     if after.st_mtime_ns <= before:
         os.utime(path, ns=(after.st_atime_ns, before + 1_000_000))
+
+
+def write_hundred_modules(root: Path) -> Path:
+    """A Python package of 100 modules, 8 classes and 8 functions each, every module
+    calling into the next: a graph whose every call resolves across files."""
+    (root / "app").mkdir(parents=True)
+    (root / "app" / "__init__.py").write_text("")
+    for i in range(100):
+        body = [f"from app.m{(i + 1) % 100} import f{(i + 1) % 100}_0\n\n"]
+        for j in range(8):
+            body.append(
+                f"class C{i}_{j}:\n    def run(self, x):\n        return f{i}_{j}(x)\n\n"
+                f"def f{i}_{j}(x):\n    return f{(i + 1) % 100}_0(x) if x else C{i}_{j}()\n\n"
+            )
+        (root / "app" / f"m{i}.py").write_text("".join(body))
+    return root

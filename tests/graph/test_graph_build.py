@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from graph_helpers import copy_project, filler_factory, touch_later
+from graph_helpers import copy_project, filler_factory, touch_later, write_hundred_modules
 
 import llmc.graph.build as build
 from llmc.config import GraphConfig
@@ -212,17 +212,7 @@ def test_a_failed_write_leaves_the_old_graph(tmp_path, filler, monkeypatch):
 def test_build_of_a_hundred_file_repo_resolves_every_call(tmp_path, filler):
     """~100 Python files with cross-file calls, every one resolved (the cold-build time is
     measured by benchmarks/bench_guards.py, not asserted here)."""
-    root = tmp_path / "hundred"
-    (root / "app").mkdir(parents=True)
-    (root / "app" / "__init__.py").write_text("")
-    for i in range(100):
-        body = [f"from app.m{(i + 1) % 100} import f{(i + 1) % 100}_0\n\n"]
-        for j in range(8):
-            body.append(
-                f"class C{i}_{j}:\n    def run(self, x):\n        return f{i}_{j}(x)\n\n"
-                f"def f{i}_{j}(x):\n    return f{(i + 1) % 100}_0(x) if x else C{i}_{j}()\n\n"
-            )
-        (root / "app" / f"m{i}.py").write_text("".join(body))
+    root = write_hundred_modules(tmp_path / "hundred")
     f = filler(root)
     changed = f.put()
     stats = update_graph(root, f.store, changed, [], f.bump())

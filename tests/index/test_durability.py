@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from index_checks import assert_index_consistent
 from repo_fixtures import SAMPLE_FILES, make_repo
 
 import llmc.graph.build
 from llmc.cli import main
-from llmc.graph.query import load_graph
 from llmc.paths import db_path, graph_path, lexical_path
 from llmc.store.db import Store
 from llmc.store.lexical import LexicalIndex
@@ -78,25 +78,7 @@ def generations(root: Path) -> tuple[int, int]:
 
 
 def assert_consistent(root: Path) -> None:
-    """Spans match the files on disk; vectors, lexical docs and the graph match the spans."""
-    store = Store(db_path(root), readonly=True)
-    try:
-        spans = list(store.iter_spans())
-        ids = {s.id for s in spans}
-        for s in spans:
-            lines = (root / s.span.path).read_text(encoding="utf-8").split("\n")
-            assert 1 <= s.span.start_line <= s.span.end_line <= len(lines)
-        vec_ids = set()
-        for table in ("emb_code", "emb_docs"):
-            vec_ids |= {r[0] for r in store.conn.execute(f"SELECT span_id FROM {table}")}
-        assert vec_ids == ids
-        lexical = LexicalIndex(lexical_path(root))
-        assert lexical.generation == store.generation
-        assert lexical.num_docs() == len(ids)
-        graph = load_graph(root)
-        assert graph.generation == store.generation
-    finally:
-        store.close()
+    assert_index_consistent(root, graph=True)
 
 
 def line_of(root: Path, rel: str, text: str) -> int:

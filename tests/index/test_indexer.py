@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from index_checks import assert_index_consistent
 from repo_fixtures import make_repo
 
 from llmc.cli import main
-from llmc.paths import db_path, lexical_path
+from llmc.paths import db_path
 from llmc.store.db import Store
-from llmc.store.lexical import LexicalIndex
 
 
 def run_index(root: Path, *args: str) -> dict:
@@ -35,24 +35,7 @@ def spans_of(root: Path) -> list:
 
 
 def assert_consistent(root: Path) -> None:
-    """Every span's file exists; vectors and lexical docs match the spans exactly."""
-    store = Store(db_path(root), readonly=True)
-    try:
-        spans = list(store.iter_spans())
-        ids = {s.id for s in spans}
-        for s in spans:
-            assert (root / s.span.path).is_file(), s.span.path
-            lines = (root / s.span.path).read_text(encoding="utf-8").split("\n")
-            assert 1 <= s.span.start_line <= s.span.end_line <= len(lines)
-        vec_ids = set()
-        for table in ("emb_code", "emb_docs"):
-            vec_ids |= {r[0] for r in store.conn.execute(f"SELECT span_id FROM {table}")}
-        assert vec_ids == ids
-        lexical = LexicalIndex(lexical_path(root))
-        assert lexical.generation == store.generation
-        assert lexical.num_docs() == len(ids)
-    finally:
-        store.close()
+    assert_index_consistent(root)
 
 
 def test_index_fixture_repo(sample_repo):
