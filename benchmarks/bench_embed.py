@@ -53,8 +53,8 @@ def machine() -> dict[str, object]:
 def spans(repo: Path, limit: int) -> list[str]:
     from llmc.config import load_config
     from llmc.index.chunk import chunk_file
-    from llmc.index.languages import detect_language
     from llmc.index.walk import read_text, walk
+    from llmc.languages import detect_language
 
     cfg = load_config(repo)
     texts: dict[str, None] = {}

@@ -138,8 +138,8 @@ def index_into_store(src: Path, work: Path):
     """Copy the project to ``work`` and fill a store as ``llmc index`` would (no vectors)."""
     from llmc.config import IndexConfig
     from llmc.index.chunk import chunk_file
-    from llmc.index.languages import detect_language
     from llmc.index.walk import read_text, walk
+    from llmc.languages import detect_language
     from llmc.paths import db_path
     from llmc.store.db import Store
     from llmc.types import text_hash
@@ -182,7 +182,7 @@ def bench_build(work: Path, store, paths: list[str]) -> dict:
     (work / target).write_text(text, encoding="utf-8")
     from llmc.config import IndexConfig
     from llmc.index.chunk import chunk_file
-    from llmc.index.languages import detect_language
+    from llmc.languages import detect_language
     from llmc.types import text_hash
 
     lang, category = detect_language(target)

@@ -139,7 +139,7 @@ def is_code_result(result: Any) -> bool:
     Decided by its ``lang`` (markdown, rst and text are prose), else its ``category``,
     else its path. Files of unknown type, indexed as ``text`` windows, are not code.
     """
-    from llmc.index.languages import category_of, detect_language
+    from llmc.languages import category_of, detect_language
 
     lang = getattr(result, "lang", "") or ""
     if lang:

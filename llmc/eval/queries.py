@@ -21,10 +21,12 @@ Blank lines are ignored. Every problem is reported as ``file:line: message``.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from llmc.errors import EvalError
 
@@ -221,7 +223,39 @@ def check_against_repo(queries: Sequence[EvalQuery], root: Path) -> list[str]:
     return problems
 
 
+def eval_query_json(q: EvalQuery) -> dict[str, Any]:
+    """One eval JSON Lines object (llmc.eval.queries format) of an EvalQuery."""
+    rel = []
+    for j in q.relevant:
+        item: dict[str, Any] = {"path": j.path, "grade": j.grade}
+        if j.start_line is not None:
+            item["start_line"], item["end_line"] = j.start_line, j.end_line
+        if j.symbol:
+            item["symbol"] = j.symbol
+        rel.append(item)
+    out: dict[str, Any] = {"query": q.query, "intent": q.intent, "relevant": rel}
+    if q.id:
+        out["id"] = q.id
+    if q.note:
+        out["note"] = q.note
+    return out
+
+
+def write_eval_queries(queries: Sequence[EvalQuery], path: Path) -> Path:
+    """Write an eval query file atomically (temp + rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(
+        "".join(json.dumps(eval_query_json(q), ensure_ascii=False) + "\n" for q in queries),
+        encoding="utf-8",
+    )
+    os.replace(tmp, path)
+    return path
+
+
 __all__ = [
+    "eval_query_json",
+    "write_eval_queries",
     "INTENTS",
     "EvalQuery",
     "Judgment",

@@ -22,14 +22,14 @@ from llmc.graph.rules.java import JavaRules
 from llmc.graph.rules.javascript import JavaScriptRules
 from llmc.graph.rules.python import PythonRules
 from llmc.graph.rules.rust import RustRules
-from llmc.index.languages import DOC_LANGS, extension_language, grammar_name
+from llmc.languages import DOC_LANGS, extension_language, grammar_name
 
 Text = Callable[[Any], str]
 
 
 @dataclass(frozen=True)
 class LangSpec:
-    name: str  # llmc language id (llmc.index.languages)
+    name: str  # llmc language id (llmc.languages)
     query: str  # stem of queries/<query>-tags.scm
     parse_import: Callable[[Any, Text], list[Import]]
     test_file: Callable[[str], bool]

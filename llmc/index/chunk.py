@@ -40,7 +40,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from llmc.config import IndexConfig
-from llmc.index.languages import grammar_name, has_grammar
+from llmc.languages import grammar_name, has_grammar
 from llmc.types import CODE, DOC, Span
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -71,7 +71,7 @@ class _Parsed:
 
 def _chunk(rel: str, text: str, cfg: Config) -> tuple[str | None, str | None, list[Span]]:
     from llmc.index.chunk import chunk_file
-    from llmc.index.languages import detect_language
+    from llmc.languages import detect_language
 
     first_line = text.split("\n", 1)[0][:200]
     lang, category = detect_language(rel, first_line)

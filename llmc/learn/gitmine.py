@@ -287,7 +287,7 @@ def skip_reason(commit: Commit) -> str | None:
 
 def _judged_file(path: str) -> str | None:
     """The file's category (code / doc) when a commit's change to it can be judged."""
-    from llmc.index.languages import detect_language
+    from llmc.languages import detect_language
     from llmc.search.router import is_test_path
 
     if is_test_path(path) or _NOT_JUDGED.search(path):
@@ -317,7 +317,7 @@ def mine_git(root: Path, n: int = 300, max_files: int = 8) -> MineResult:
     from llmc.config import IndexConfig
     from llmc.eval.queries import EvalQuery, Judgment
     from llmc.index.chunk import chunk_file
-    from llmc.index.languages import detect_language
+    from llmc.languages import detect_language
 
     root = Path(root).resolve()
     top = git_toplevel(root)

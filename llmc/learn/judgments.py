@@ -30,6 +30,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from llmc.errors import LearnError
+from llmc.eval.queries import write_eval_queries
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ def tag_of(path: str, category: str = "") -> str:
     """``code`` or ``doc`` for a result: its index category, else its file type."""
     if category in TAGS:
         return category
-    from llmc.index.languages import detect_language
+    from llmc.languages import detect_language
 
     return "doc" if detect_language(path)[1] == "doc" else "code"
 
@@ -297,36 +298,6 @@ def to_eval_queries(labels: Sequence[Label], include_feedback: bool = True) -> l
                 )
             )
     return out
-
-
-def eval_query_json(q: Any) -> dict[str, Any]:
-    """One eval JSON Lines object (llmc.eval.queries format) of an EvalQuery."""
-    rel = []
-    for j in q.relevant:
-        item: dict[str, Any] = {"path": j.path, "grade": j.grade}
-        if j.start_line is not None:
-            item["start_line"], item["end_line"] = j.start_line, j.end_line
-        if j.symbol:
-            item["symbol"] = j.symbol
-        rel.append(item)
-    out: dict[str, Any] = {"query": q.query, "intent": q.intent, "relevant": rel}
-    if q.id:
-        out["id"] = q.id
-    if q.note:
-        out["note"] = q.note
-    return out
-
-
-def write_eval_queries(queries: Sequence[Any], path: Path) -> Path:
-    """Write an eval query file atomically (temp + rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(
-        "".join(json.dumps(eval_query_json(q), ensure_ascii=False) + "\n" for q in queries),
-        encoding="utf-8",
-    )
-    os.replace(tmp, path)
-    return path
 
 
 def default_labeler(configured: str = "", root: Path | None = None) -> str:

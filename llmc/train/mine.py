@@ -32,8 +32,8 @@ from pathlib import Path
 
 from llmc.config import IndexConfig
 from llmc.index.chunk import chunk_file
-from llmc.index.languages import detect_language
 from llmc.index.walk import read_text, walk
+from llmc.languages import detect_language
 from llmc.models.reranker import passage_text
 from llmc.types import CODE, DOC, Span, StoredSpan
 

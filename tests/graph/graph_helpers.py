@@ -19,7 +19,7 @@ from llmc.graph.extract import extract_file
 from llmc.graph.model import FileFacts
 from llmc.graph.resolve import Resolver
 from llmc.index.chunk import chunk_file
-from llmc.index.languages import detect_language
+from llmc.languages import detect_language
 from llmc.paths import db_path
 from llmc.store.db import Store
 from llmc.types import text_hash

@@ -172,8 +172,8 @@ def js_documented(path: str, text: str, lang: str) -> list[Documented]:
 def documented(root: Path) -> list[Documented]:
     """Every documented definition of the project at ``root`` that gives a query, in file
     order; query texts that occur more than once are dropped."""
-    from llmc.index.languages import detect_language
     from llmc.index.walk import read_text
+    from llmc.languages import detect_language
 
     top_dirs = frozenset(p.name for p in root.iterdir() if p.is_dir())
     found: list[Documented] = []
@@ -232,8 +232,7 @@ def docstring_queries(
 ) -> tuple[list[EvalQuery], Path]:
     """The task's queries of a project (``original``: its unpacked archive), read from the
     cached JSONL in ``dest_dir`` when there, else generated and written there."""
-    from llmc.eval.queries import load_queries
-    from llmc.learn.judgments import write_eval_queries
+    from llmc.eval.queries import load_queries, write_eval_queries
 
     path = dest_dir / f"{TASK}-v{TASK_VERSION}-n{max_queries}-s{seed}.jsonl"
     if path.is_file():

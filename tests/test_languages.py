@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from llmc.index.languages import (
+from llmc.languages import (
     category_of,
     detect_language,
     grammar_name,
@@ -145,7 +145,7 @@ def test_query_file_exists_and_compiles(lang):
     import tree_sitter
     import tree_sitter_language_pack as tslp
 
-    path = Path(__file__).parents[2] / "llmc" / "index" / "queries" / f"{lang}.scm"
+    path = Path(__file__).parents[1] / "llmc" / "index" / "queries" / f"{lang}.scm"
     query = tree_sitter.Query(tslp.get_language(grammar_name(lang)), path.read_text())
     names = {query.capture_name(i) for i in range(query.capture_count)}
     assert "name" in names
