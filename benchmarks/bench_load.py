@@ -341,9 +341,10 @@ def _slow_loris(target: Target, rng: random.Random, started: float) -> tuple[int
 
 
 def _trickle(target: Target, rng: random.Random, started: float) -> tuple[int, str]:
-    """One byte a second: each byte comes well inside the read timeout. Observed, not
-    judged: the server has no deadline for a whole request, so this holds a connection
-    (one of ``daemon.max_connections``) until the client stops; status -2 says held."""
+    """One byte a second: each byte comes well inside the read timeout, but the request
+    never completes. The server's deadline for a whole request (10 s) closes it: status 0.
+    Observed, not judged (the short test must not hang on a time): -2 says it was still
+    held when the client stopped after ``TRICKLE_S``."""
     data = b"POST /v1/search HTTP/1.1\r\nHost: llmc\r\nX-Pad: " + b"a" * 64
     with _unix() as s:
         s.connect(target.sock_path)

@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 
 API_PREFIX = "/v1/"
 READ_TIMEOUT_S = 10.0  # a client must send its request (and keep-alive requests) this fast
-REQUEST_DEADLINE_S = 30.0  # ... and all of it (line, headers, body) within this, however sent
+REQUEST_DEADLINE_S = 10.0  # ... and all of it (line, headers, body) within this, however sent
 WORKERS = 8
 SOCKET_CHECK_S = 5.0
 
