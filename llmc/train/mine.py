@@ -22,6 +22,7 @@ spans stay in the corpus as negatives).
 
 from __future__ import annotations
 
+import ast
 import logging
 import os
 import random
@@ -117,11 +118,68 @@ class Mined:
 
 
 def strip_docstrings(text: str) -> str:
-    """``text`` without the triple-quoted docstring of any def/class it contains.
+    """``text`` without the docstring of any def or class it contains, found by ``ast`` (any
+    quoting, any prefix): the docstring's lines are removed when it has them to itself,
+    else the literal becomes ``pass``; other string literals stay. An indented span (a
+    method) is parsed inside a block; text ``ast`` cannot parse falls back to a regex."""
+    parsed = _parse_block(text)
+    if parsed is None:
+        return _strip_docstrings_regex(text)
+    tree, shift = parsed
+    lines = text.splitlines(keepends=True)
+    drop: set[int] = set()  # 0-based line numbers
+    edits: dict[int, list[tuple[int, int]]] = {}  # line -> [(start col, end col)], one-line
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        first = node.body[0] if node.body else None
+        if not (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+            and first.end_lineno is not None
+            and first.end_col_offset is not None
+        ):
+            continue
+        start, end = first.lineno - 1 - shift, first.end_lineno - 1 - shift
+        head = _col(lines[start], first.col_offset)
+        tail = _col(lines[end], first.end_col_offset)
+        own_lines = not lines[start][:head].strip() and lines[end][tail:].strip() in ("", ";")
+        if own_lines and len(node.body) > 1:
+            drop.update(range(start, end + 1))
+        elif start == end:
+            edits.setdefault(start, []).append((head, tail))
+        else:  # the docstring is the whole body, on its own lines: keep a statement
+            indent = lines[start][:head]
+            drop.update(range(start + 1, end + 1))
+            lines[start] = f"{indent}pass\n" if own_lines else lines[start][:head] + "pass\n"
+    for row, spans in edits.items():
+        line = lines[row]
+        for head, tail in sorted(spans, reverse=True):
+            line = line[:head] + "pass" + line[tail:]
+        lines[row] = line
+    return "".join(line for i, line in enumerate(lines) if i not in drop)
 
-    A docstring is a triple-quoted string on its own lines whose preceding code ends with
-    ``:`` (the signature); other string literals stay.
-    """
+
+def _col(line: str, byte_offset: int) -> int:
+    """The character index of ``ast``'s UTF-8 byte offset in ``line``."""
+    return len(line.encode("utf-8")[:byte_offset].decode("utf-8", "replace"))
+
+
+def _parse_block(text: str) -> tuple[ast.Module, int] | None:
+    """``text`` parsed, with the number of lines put before it: an indented span (a method
+    cut out of its class) parses as the body of an ``if``. None when it does not parse."""
+    for prefix in ("", "if 1:\n"):
+        try:
+            return ast.parse(prefix + text), prefix.count("\n")
+        except (SyntaxError, ValueError):
+            continue
+    return None
+
+
+def _strip_docstrings_regex(text: str) -> str:
+    """The fallback for text ``ast`` cannot parse: a triple-quoted string on its own
+    lines whose preceding code ends with ``:`` (the signature); other literals stay."""
     out: list[str] = []
     pos = 0
     for m in _DOCSTRING.finditer(text):

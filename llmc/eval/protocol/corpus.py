@@ -1,11 +1,9 @@
 """The stripped corpus of a project: a copy with the documentation the queries come from
 removed, so no span holds a query word for word.
 
-- Python: the docstring of every def and class, found by ``ast`` (any quoting; the
-  regex of ``llmc.train.mine.strip_docstrings`` misses single-quoted and some prefixed
-  docstrings and, on a few files such as tabulate's, removes code; it is only the fallback
-  for files ``ast`` cannot parse). Whole docstring lines are removed, so lines shift:
-  judgments name symbols and the runner anchors them in the index;
+- Python: the docstring of every def and class (``llmc.train.mine.strip_docstrings``, by
+  ``ast``, any quoting). Whole docstring lines are removed, so lines shift: judgments name
+  symbols and the runner anchors them in the index;
 - JavaScript/TypeScript (``.js .mjs .cjs .jsx .ts .tsx``): every ``/** ... */`` block that
   starts a line becomes blank lines (``strip_jsdoc``; line numbers stay);
 - build output is left out: ``*.min.js``, source maps, and a top-level ``dist/`` when the
@@ -26,6 +24,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 
 from llmc.eval.projects import MARKER, git_init
+from llmc.train.mine import strip_docstrings as strip_python_docstrings
 
 log = logging.getLogger(__name__)
 
@@ -40,58 +39,6 @@ def strip_jsdoc(text: str) -> str:
     """``text`` with every ``/** ... */`` block that starts a line replaced by as many
     blank lines (other comments, and ``/**`` inside strings, stay)."""
     return _JSDOC.sub(lambda m: "\n" * m.group(0).count("\n"), text)
-
-
-def strip_python_docstrings(text: str) -> str:
-    """``text`` without the docstring of any def or class (``ast``): the docstring's lines
-    are removed when it has them to itself, else the literal becomes ``pass``. Files
-    ``ast`` cannot parse fall back to ``strip_docstrings``."""
-    import ast
-
-    from llmc.train.mine import strip_docstrings
-
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return strip_docstrings(text)
-    lines = text.splitlines(keepends=True)
-    drop: set[int] = set()  # 0-based line numbers
-    edits: dict[int, list[tuple[int, int]]] = {}  # line -> [(start col, end col)], one-line
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        first = node.body[0] if node.body else None
-        if not (
-            isinstance(first, ast.Expr)
-            and isinstance(first.value, ast.Constant)
-            and isinstance(first.value.value, str)
-            and first.end_lineno is not None
-            and first.end_col_offset is not None
-        ):
-            continue
-        start, end = first.lineno - 1, first.end_lineno - 1
-        head = _col(lines[start], first.col_offset)
-        tail = _col(lines[end], first.end_col_offset)
-        own_lines = not lines[start][:head].strip() and lines[end][tail:].strip() in ("", ";")
-        if own_lines and len(node.body) > 1:
-            drop.update(range(start, end + 1))
-        elif start == end:
-            edits.setdefault(start, []).append((head, tail))
-        else:  # the docstring is the whole body, on its own lines: keep a statement
-            indent = lines[start][:head]
-            drop.update(range(start + 1, end + 1))
-            lines[start] = f"{indent}pass\n" if own_lines else lines[start][:head] + "pass\n"
-    for row, spans in edits.items():
-        line = lines[row]
-        for head, tail in sorted(spans, reverse=True):
-            line = line[:head] + "pass" + line[tail:]
-        lines[row] = line
-    return "".join(line for i, line in enumerate(lines) if i not in drop)
-
-
-def _col(line: str, byte_offset: int) -> int:
-    """The character index of ``ast``'s UTF-8 byte offset in ``line``."""
-    return len(line.encode("utf-8")[:byte_offset].decode("utf-8", "replace"))
 
 
 def is_build_output(path: str, top_dirs: frozenset[str]) -> bool:
