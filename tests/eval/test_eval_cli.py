@@ -57,7 +57,7 @@ def test_eval_ablate_json_then_compare_table(sample_repo, tmp_path):
     assert default["all"]["mrr@10"] >= 0.75
     assert default["code"]["code@3"] == 1.0
     assert default["docs"]["code@3"] is None
-    assert default["all"]["p50_ms"] > 0
+    assert default["all"]["p50_ms"] >= 0
     # the symbol judgment was anchored to the method's lines from the index
     first = data["per_query"]["default"][0]
     assert first["rr"] == 1.0

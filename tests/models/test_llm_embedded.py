@@ -39,7 +39,7 @@ def test_generates_text_with_metadata(llm):
     assert g.text.strip() and g.provider == "embedded"
     assert g.model == "SmolLM2-135M-Instruct.Q4_1"
     assert 0 < g.tokens <= 40 and g.prompt_tokens > 5
-    assert g.finish_reason in ("stop", "length") and g.latency_ms > 0
+    assert g.finish_reason in ("stop", "length") and g.latency_ms >= 0
 
 
 def test_deterministic_at_temperature_zero(llm):

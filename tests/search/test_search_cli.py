@@ -83,7 +83,7 @@ def test_json_shape(runner, indexed_repo) -> None:
     assert {"exact", "route", "bm25", "embed", "dense", "fusion", "results"} <= set(
         out["timings_ms"]
     )
-    assert out["took_ms"] > 0
+    assert isinstance(out["took_ms"], float) and out["took_ms"] >= 0  # reported
     top = out["results"][0]
     assert (top["path"], top["symbol"]) == ("src/shop/payment.py", "refund_payment")
 
