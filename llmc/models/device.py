@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
+import sys
 from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
@@ -25,6 +27,15 @@ def cpu_has_fast_bf16() -> bool:
     except OSError:
         return False
     return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def gpu_impossible() -> bool:
+    """True when no torch device but the CPU can exist here, known without importing
+    torch: Linux with neither an NVIDIA driver (CUDA) nor the ROCm kernel driver (torch's
+    "cuda" on AMD GPUs). Elsewhere (macOS has MPS) it cannot be told, so False."""
+    if not sys.platform.startswith("linux"):
+        return False
+    return not any(os.path.exists(p) for p in ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/kfd"))
 
 
 def pick_device(requested: str = "auto", precision: str = "auto") -> DeviceChoice:
@@ -49,4 +60,4 @@ def pick_device(requested: str = "auto", precision: str = "auto") -> DeviceChoic
     return DeviceChoice(device, "fp32", reason + ", fp32")
 
 
-__all__ = ["DeviceChoice", "cpu_has_fast_bf16", "pick_device"]
+__all__ = ["DeviceChoice", "cpu_has_fast_bf16", "gpu_impossible", "pick_device"]

@@ -89,7 +89,7 @@ class SentenceTransformerEmbedder:
         started = time.perf_counter()
         self._onnx = None
         if runtime == "onnx" or (runtime == "auto" and _auto_picks_onnx(device, precision)):
-            self._onnx = self._load_onnx()
+            self._onnx = self._load_onnx(requested=runtime == "onnx")
         self.runtime = "torch" if self._onnx is None else "onnx-int8"
         if self._onnx is not None:
             self._model = None
@@ -112,7 +112,7 @@ class SentenceTransformerEmbedder:
             self.choice.reason,
         )
 
-    def _load_onnx(self):
+    def _load_onnx(self, requested: bool):
         from llmc.models.onnx_runtime import load_onnx_encoder
 
         # The torch model is loaded (uncached) only to export and check, then dropped.
@@ -121,6 +121,7 @@ class SentenceTransformerEmbedder:
             self._source,
             self.max_seq_length,
             lambda: _load.__wrapped__(self._source, "cpu", "fp32"),
+            requested=requested,
         )
         if encoder is not None:
             isa = encoder.meta.get("plan", {}).get("isa", "?")
@@ -194,10 +195,15 @@ def _auto_picks_onnx(device: str, precision: str) -> bool:
 
 
 def _resolve_device(device: str) -> str:
-    """``auto`` → the device torch would pick (cuda > mps > cpu); others as configured."""
+    """``auto`` → the device torch would pick (cuda > mps > cpu); others as configured.
+    Importing torch only to learn there is no GPU costs seconds of a cold `llmc search`,
+    so a Linux machine without a GPU driver is CPU without asking torch."""
     if device != "auto":
         return device
-    from llmc.models.device import pick_device
+    from llmc.models.device import gpu_impossible, pick_device
+
+    if gpu_impossible():
+        return "cpu"
 
     return pick_device("auto", "auto").device
 

@@ -560,9 +560,12 @@ def load_onnx_encoder(
     max_seq_length: int,
     load_torch: Callable[[], Any],
     isa: str | None = None,
+    requested: bool = True,
 ) -> OnnxEncoder | None:
     """The cached, checked int8 export of ``source``, built on first use; None (after one
-    warning line) when it cannot be used, so the caller runs torch."""
+    warning line) when it cannot be used, so the caller runs torch. A refusal recorded by
+    an earlier process is only logged (not warned) unless the runtime was ``requested``:
+    under ``auto`` it was said once, when the check ran."""
     try:
         import onnxruntime  # noqa: F401
     except ImportError as e:
@@ -572,14 +575,16 @@ def load_onnx_encoder(
     final = cache_dir(model_id, source, plan)
     try:
         meta = _read_meta(final)
-        if meta is None or "check" not in meta:
+        checked_now = meta is None or "check" not in meta
+        if checked_now:
             if final.exists():
                 log.debug("incomplete onnx cache %s: rebuilding", final)
                 _discard(final)
             meta = _build(model_id, source, final, plan, load_torch, max_seq_length)
         result = meta["check"]
         if not result.get("passed"):
-            log.warning(
+            say = log.warning if checked_now or requested else log.info
+            say(
                 "onnx int8 embedder for %s refused: min cosine %.4f < %.2f against torch on "
                 "%d sample texts (recorded in %s); embedding with torch",
                 model_id,
