@@ -1,43 +1,28 @@
 """The open-source projects the reranker is trained and held-out-evaluated on.
 
-Each is a pinned PyPI sdist (name, version, sha256), fetched at run time with
-``pip download --no-deps --no-binary :all:`` and unpacked under
-``$XDG_CACHE_HOME/llmc/train`` (default ``~/.cache/llmc/train``). The pallets projects and
-the projects of llmc's search eval sets (``llmc.eval.projects``) are refused: they are
-reserved for evaluating search, so no model llmc ships may have seen them.
+Each is a pinned PyPI sdist (name, version, sha256), fetched at run time by
+``llmc.corpora`` and unpacked under ``$XDG_CACHE_HOME/llmc/train`` (default
+``~/.cache/llmc/train``). The pallets projects and the projects of llmc's search eval sets
+are refused (``llmc.corpora.reserved_for_eval``): they are reserved for evaluating search,
+so no model llmc ships may have seen them.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-import subprocess
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
+from llmc import corpora
+from llmc.corpora import Project
 from llmc.errors import TrainError
 
 log = logging.getLogger(__name__)
 
 MARKER = ".llmc-train-source"
-PALLETS = frozenset({"flask", "click", "werkzeug", "jinja2", "itsdangerous", "markupsafe"})
 
-
-@dataclass(frozen=True)
-class TrainProject:
-    name: str
-    version: str
-    sha256: str = ""  # empty: not pinned (a project given on the command line)
-
-    @property
-    def requirement(self) -> str:
-        return f"{self.name}=={self.version}"
-
-    @property
-    def dir_name(self) -> str:
-        return f"{self.name}-{self.version}"
+# A training project is a pinned archive like any other (sha256 empty: not pinned, a
+# project given on the command line as NAME==VERSION).
+TrainProject = Project
 
 
 def _p(name: str, version: str, sha256: str) -> TrainProject:
@@ -79,14 +64,7 @@ _KNOWN = {p.name: p for p in TRAIN_PROJECTS + HOLDOUT_PROJECTS}
 
 def reserved_names() -> frozenset[str]:
     """Projects no training run may use: pallets, and every search eval set's project."""
-    names = set(PALLETS)
-    try:
-        from llmc.eval.projects import PROJECTS, RESERVED
-
-        names |= set(RESERVED) | set(PROJECTS)
-    except ImportError:  # pragma: no cover - eval is part of llmc; keep the pallets guard
-        log.debug("llmc.eval.projects not importable; reserving the pallets projects only")
-    return frozenset(n.lower() for n in names)
+    return frozenset(n.lower() for n in corpora.reserved_for_eval())
 
 
 def _normalise(name: str) -> str:
@@ -119,60 +97,17 @@ def check_allowed(projects: list[TrainProject]) -> None:
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "llmc" / "train"
+    return corpora.default_cache_dir("train")
 
 
 def fetch(project: TrainProject, cache_dir: Path) -> Path:
     """The unpacked sdist of ``project`` under ``cache_dir``, downloaded on first use."""
-    from llmc.eval.projects import extract_sdist, file_sha256, pip_download
-
-    root = cache_dir / project.dir_name
-    marker = root / MARKER
-    if marker.is_file():
-        return root
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{project.dir_name}-", dir=cache_dir) as tmp:
-        tmp_path = Path(tmp)
-        pip_download(project.requirement, tmp_path / "dl")
-        archives = sorted((tmp_path / "dl").glob("*")) if (tmp_path / "dl").is_dir() else []
-        if len(archives) != 1:
-            raise TrainError(f"expected one sdist for {project.requirement}, got {len(archives)}")
-        digest = file_sha256(archives[0])
-        if project.sha256 and digest != project.sha256:
-            raise TrainError(
-                f"{archives[0].name}: sha256 {digest} does not match the pinned {project.sha256}"
-            )
-        if not project.sha256:
-            log.warning("%s is not pinned; fetched sha256 %s", project.requirement, digest)
-        top = extract_sdist(archives[0], tmp_path / "src")
-        _git_init(top)
-        (top / MARKER).write_text(digest + "\n", encoding="utf-8")
-        if root.exists():
-            shutil.rmtree(root)
-        top.rename(root)
-    log.info("unpacked %s into %s", project.requirement, root)
-    return root
-
-
-def _git_init(root: Path) -> None:
-    """Make the sdist its own git work tree, so llmc's walker lists it with git (as the
-    indexer does in a checkout) even when the cache lies inside another repository."""
-    try:
-        subprocess.run(
-            ["git", "init", "-q", str(root)], capture_output=True, timeout=60, check=True
-        )
-    except (OSError, subprocess.SubprocessError) as e:
-        log.debug("git init %s failed (%s); the walker reads .gitignore itself", root, e)
-        return
-    (root / ".git" / "info" / "exclude").write_text(f"{MARKER}\n", encoding="utf-8")
+    return corpora.fetch(project, cache_dir, marker=MARKER, error=TrainError)
 
 
 def source_sha256(root: Path) -> str:
-    try:
-        return (root / MARKER).read_text(encoding="utf-8").strip()
-    except OSError:
-        return ""
+    """The sha256 of the sdist ``root`` was unpacked from ("" if unknown)."""
+    return corpora.source_sha256(root, MARKER)
 
 
 __all__ = [
