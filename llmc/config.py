@@ -7,6 +7,7 @@ Every value remembers where it came from (``llmc config`` prints it).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 import sys
@@ -127,6 +128,9 @@ class SearchConfig:
     blas_threads: int = 1  # BLAS threads during a query (0: leave as is)
     torch_threads: int = 1  # torch threads during a query embedding (0: leave as is)
     hyde: bool = True  # adaptive HyDE for vague queries (settings in [hyde]); false: off, no cost
+    ranker: str = "fusion"  # fusion: hand-set weights, RRF (`fusion`) | learned: the learned ranker
+    ranker_model: str = "default"  # learned: the shipped model (llmc/models/ranker), or a path
+    ranker_depth: int = 100  # learned: every retriever's top this many go to the ranker
 
 
 @dataclass
@@ -298,6 +302,34 @@ class Config:
                 out.append((key, getattr(obj, f.name), self.sources.get(key, "default")))
         return out
 
+    # -- one dotted key (``search.rrf_k``) at a time: eval variants, tune, the tuned overlay
+    def has(self, key: str) -> bool:
+        """Whether ``key`` (``section.name``) is a key of this build's config."""
+        section_name, _, name = key.partition(".")
+        section = getattr(self, section_name, None) if section_name != "sources" else None
+        if section is None or not dataclasses.is_dataclass(section):
+            return False
+        return name in {f.name for f in dataclasses.fields(section)}
+
+    def get(self, key: str) -> Any:
+        """The value of ``key`` (``section.name``)."""
+        section_name, _, name = key.partition(".")
+        return getattr(getattr(self, section_name), name)
+
+    def set(self, key: str, value: Any, source: str) -> None:
+        """Set ``key`` to ``value`` as given (callers pass typed values) and record that it
+        came from ``source``. User input goes through ``load_config``, which checks types."""
+        section_name, _, name = key.partition(".")
+        setattr(getattr(self, section_name), name, value)
+        self.sources[key] = source
+
+    def with_values(self, values: typing.Mapping[str, Any], source: str) -> Config:
+        """A deep copy of this config with ``values`` set (see ``set``)."""
+        out = copy.deepcopy(self)
+        for key, value in values.items():
+            out.set(key, value, source)
+        return out
+
 
 def _sections() -> tuple[dataclasses.Field, ...]:
     return tuple(f for f in dataclasses.fields(Config) if f.name != "sources")
@@ -394,8 +426,7 @@ def _set(cfg: Config, key: str, value: Any, source: str, from_text: bool) -> Non
     if name not in hints:
         known = ", ".join(sorted(hints))
         raise ConfigError(f"{source}: unknown key {key} (known keys in [{section_name}]: {known})")
-    setattr(section, name, _coerce(value, hints[name], source, key, from_text))
-    cfg.sources[key] = source
+    cfg.set(key, _coerce(value, hints[name], source, key, from_text), source)
 
 
 def _load_toml(cfg: Config, path: Path) -> None:

@@ -116,16 +116,13 @@ def apply_params(
                 log.warning("tuned value for %s names a missing %s: ignored", key, value)
                 continue
             value = str(directory / value[len(IN_DIR) :])
-        section_name, _, name = key.partition(".")
-        section = getattr(out, section_name, None)
-        if section is None or not hasattr(section, name):
+        if not out.has(key):
             continue  # a key this build does not have
         try:
-            setattr(section, name, _typed(getattr(section, name), value))
+            out.set(key, _typed(out.get(key), value), source)
         except ValueError as e:
             log.warning("tuned value for %s ignored: %s", key, e)
             continue
-        out.sources[key] = source
         applied[key] = value
     return out, applied
 
