@@ -31,6 +31,8 @@ GREP = "grep"
 DEFAULT = "default"
 SYSTEMS = (GREP, "bm25-only", "dense-only", "rrf", DEFAULT)
 TASKS = ("docstring",)
+QUESTIONS = "questions"  # task (b): hand-written developer questions (questions.py)
+TASKS += (QUESTIONS,)
 METRICS = ("mrr@10", "ndcg@10", "hit@5", "code@3")
 
 Fetch = Callable[[Project, Path], Path]
@@ -222,6 +224,13 @@ def run_project(
     progress: Any = None,
 ) -> ProjectRun:
     """One project under one task (see the module docstring)."""
+    if task == QUESTIONS:  # the unstripped archive, pooled labels (questions.py)
+        from llmc.eval.protocol import questions
+
+        return questions.run_project(
+            sp, systems, cache_dir=cache_dir, k=k, resamples=resamples, seed=seed,
+            fetch=fetch, searcher_factory=searcher_factory, progress=progress,
+        )  # fmt: skip
     from llmc.config import load_config
     from llmc.eval.protocol.corpus import build_corpus
     from llmc.eval.protocol.docstring import docstring_queries
@@ -302,6 +311,15 @@ def pooled_numbers(runs: Sequence[ProjectRun], *, resamples: int, seed: int) -> 
     return numbers(scores, strata, resamples=resamples, seed=seed)
 
 
+def _task_projects(task: str, chosen: Sequence[SplitProject]) -> Sequence[SplitProject]:
+    """The projects a task runs on (questions: those with a question file)."""
+    if task == QUESTIONS:
+        from llmc.eval.protocol.questions import with_questions
+
+        return with_questions(chosen)
+    return chosen
+
+
 def run_protocol(
     split: str = "test",
     tasks: Sequence[str] = TASKS,
@@ -344,7 +362,7 @@ def run_protocol(
     base = cache_dir or default_cache_dir(load_config(None).eval.cache_dir)
     runs: list[ProjectRun] = []
     for task in tasks:
-        for sp in chosen:
+        for sp in _task_projects(task, chosen):
             if progress is not None:
                 progress.note(f"{sp.project.set_name} ({sp.split}): task {task}")
             runs.append(
@@ -375,6 +393,7 @@ __all__ = [
     "DEFAULT",
     "GREP",
     "METRICS",
+    "QUESTIONS",
     "SYSTEMS",
     "TASKS",
     "Numbers",
