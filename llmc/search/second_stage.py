@@ -79,12 +79,12 @@ def rerank_stage(
     rcfg = cfg.rerank
     if not cfg.search.rerank or len(fused) < 2:
         return fused
-    from llmc.models.reranker import reranker_from_config, span_passage
+    from llmc.models.reranker import span_passage
     from llmc.search import rerank
 
     try:
         with trace.stage("load"):  # the first query of a process loads the model
-            model = reranker_from_config(rcfg)
+            model = sources.models.reranker(rcfg)
         with trace.stage("rerank"), sources.threads.torch():
             spans = sources.spans([c.span_id for c in fused[: rcfg.top_k]])
             passages = {i: span_passage(s.span) for i, s in spans.items()}

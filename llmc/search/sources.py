@@ -5,7 +5,8 @@
 store's generation, decisions taken at open (no lexical index yet, a changed embedding
 model) are revisited, and the lexical reader is reloaded. Spans are hydrated through
 ``spans()``, which remembers what one query already read: each span is read from SQLite
-at most once per query, whichever stages ask for it.
+at most once per query, whichever stages ask for it. Its models come from ``Models``
+(loaded once per process); ``llmc tune`` passes memoising ones instead.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from llmc.config import Config
+from llmc.config import Config, EmbeddingConfig, RerankConfig
 from llmc.errors import IndexMissingError, LlmcError, ModelError
 from llmc.paths import db_path, lexical_path
 from llmc.search import retrieve
@@ -29,17 +30,35 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from llmc.models.embedder import Embedder
+    from llmc.models.reranker import Reranker
     from llmc.store.db import Store
     from llmc.store.lexical import LexicalIndex
 
 log = logging.getLogger(__name__)
 
 
+class Models:
+    """Where search gets its models: each configuration loaded once per process."""
+
+    def embedder(self, cfg: EmbeddingConfig, category: str) -> Embedder:
+        from llmc.models.embedder import embedder_from_config
+
+        return embedder_from_config(cfg, category)
+
+    def reranker(self, cfg: RerankConfig) -> Reranker:
+        from llmc.models.reranker import reranker_from_config
+
+        return reranker_from_config(cfg)
+
+
 class Sources:
     """The open index of one repository and the models that read it (see the module doc)."""
 
-    def __init__(self, root: Path, cfg: Config, threads: ThreadLimiter):
+    def __init__(
+        self, root: Path, cfg: Config, threads: ThreadLimiter, models: Models | None = None
+    ):
         self.root = root
+        self.models = models or Models()
         self.cfg = cfg
         self.threads = threads
         self._store: Store | None = None
@@ -157,10 +176,8 @@ class Sources:
         if category in self.dense_off:
             return None
         if category not in self.embedders:
-            from llmc.models.embedder import embedder_from_config
-
             try:
-                self.embedders[category] = embedder_from_config(self.cfg.embedding, category)
+                self.embedders[category] = self.models.embedder(self.cfg.embedding, category)
             except ModelError as e:
                 self.dense_off[category] = f"{e}: dense search of {category} spans is off"
                 return None
@@ -220,4 +237,4 @@ class Sources:
         return self._span_count[1]
 
 
-__all__ = ["Sources"]
+__all__ = ["Models", "Sources"]
