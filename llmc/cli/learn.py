@@ -57,6 +57,11 @@ if TYPE_CHECKING:
 )
 @click.option("--project", "projects", multiple=True, help="With --protocol: only this project.")
 @click.option(
+    "--task", "tasks", multiple=True, type=click.Choice(["docstring", "commits"]),
+    help="With --protocol: run this task (repeatable; default docstring). commits needs "
+    "git mirrors under $LLMC_MIRRORS.",
+)  # fmt: skip
+@click.option(
     "--max-queries",
     type=click.IntRange(min=1),
     default=60,
@@ -69,7 +74,7 @@ def eval_cmd(
     queries: str | None, repo: Path | None, from_git: int | None, ablate: bool,
     compare: tuple[str, str] | None, variants: tuple[str, ...], k: int | None,
     no_index: bool, per_query: bool, protocol: bool, split: str, projects: tuple[str, ...],
-    max_queries: int, verbose: int, as_json: bool,
+    tasks: tuple[str, ...], max_queries: int, verbose: int, as_json: bool,
 ) -> None:  # fmt: skip
     """Measure search on graded queries: MRR, nDCG, recall, Code@3, latency, ablations.
 
@@ -86,8 +91,8 @@ def eval_cmd(
         from llmc.eval.protocol import run_protocol
 
         with render.RichProgress(enabled=not as_json and sys.stderr.isatty()) as progress:
-            result = run_protocol(split, projects=projects, max_queries=max_queries, k=k or 10,
-                                  progress=progress)  # fmt: skip
+            result = run_protocol(split, tasks or ("docstring",), projects=projects,
+                                  max_queries=max_queries, k=k or 10, progress=progress)  # fmt: skip
         render.print_json(result.to_json(per_query)) if as_json else render.print_protocol(result)
         return
     if from_git is not None or queries == "judgments":  # sets made by llmc/learn

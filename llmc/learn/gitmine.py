@@ -181,12 +181,15 @@ def _parse_patch(patch: str) -> list[FileDiff]:
     return files
 
 
-def read_commits(root: Path, n: int) -> list[Commit]:
-    """The ``n`` newest commits of HEAD with their zero-context patches, newest first."""
+def read_commits(root: Path, n: int | None, rev: str = "HEAD") -> list[Commit]:
+    """The ``n`` newest commits of ``rev`` (a revision or a range such as ``A..B``; every
+    one when ``n`` is None) with their zero-context patches, newest first. ``root`` may be
+    a work tree or a bare repository."""
     fmt = f"{_REC}%H{_SEP}%P{_SEP}%ct{_SEP}%s{_SEP}%b{_SEP}"
+    limit = [f"-n{int(n)}"] if n is not None else []
     raw = _git(
-        root, "log", f"-n{int(n)}", "-p", "-U0", "-M", "--no-color", "--no-ext-diff",
-        f"--format={fmt}", "HEAD",
+        root, "log", *limit, "-p", "-U0", "-M", "--no-color", "--no-ext-diff",
+        f"--format={fmt}", rev, "--",
     ).decode("utf-8", "replace")  # fmt: skip
     out = []
     for record in raw.split(_REC)[1:]:
@@ -283,6 +286,11 @@ def skip_reason(commit: Commit) -> str | None:
     if len(re.findall(r"\w+", query_text(commit))) < MIN_WORDS:
         return "subject too short"
     return None
+
+
+def never_judged(path: str) -> bool:
+    """Changelogs, authors and licence files, lock files: a change to them answers nothing."""
+    return bool(_NOT_JUDGED.search(path))
 
 
 def _judged_file(path: str) -> str | None:
@@ -423,6 +431,8 @@ def _judgments(
 
 
 __all__ = [
+    "Commit",
+    "FileDiff",
     "MineResult",
     "clean_subject",
     "formatting_only",

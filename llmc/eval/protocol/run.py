@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 GREP = "grep"
 DEFAULT = "default"
 SYSTEMS = (GREP, "bm25-only", "dense-only", "rrf", DEFAULT)
-TASKS = ("docstring",)
+COMMITS = "commits"  # task (c): commit subject -> changed files (commits.py)
+TASKS = ("docstring", COMMITS)
 QUESTIONS = "questions"  # task (b): hand-written developer questions (questions.py)
 TASKS += (QUESTIONS,)
 METRICS = ("mrr@10", "ndcg@10", "hit@5", "code@3")
@@ -237,14 +238,24 @@ def run_project(
     from llmc.eval.protocol.grep import GrepSearcher
     from llmc.eval.runner import anchor_symbols, ensure_index, run_variant, variant_config
 
-    if task != "docstring":
+    if task not in TASKS:
         raise EvalError(f"unknown task {task!r} (known: {', '.join(TASKS)})")
     started = time.perf_counter()
     project = sp.project
-    original = fetch(project, cache_dir)
-    work = cache_dir / "protocol" / project.set_name
-    corpus = build_corpus(original, work / "corpus", project.sha256)
-    queries, queries_path = docstring_queries(original, work, project.name, max_queries, seed)
+    if task == COMMITS:  # a git snapshot of a local mirror, pinned queries (commits.py)
+        import dataclasses
+
+        from llmc.eval.protocol.commits import prepare
+
+        pin, corpus, queries = prepare(project.name, cache_dir, max_queries)
+        queries_path = pin.queries_path
+        version = pin.base_ref or pin.base[:12]
+        project = dataclasses.replace(project, version=version, ecosystem="git")
+    else:
+        original = fetch(project, cache_dir)
+        work = cache_dir / "protocol" / project.set_name
+        corpus = build_corpus(original, work / "corpus", project.sha256)
+        queries, queries_path = docstring_queries(original, work, project.name, max_queries, seed)
     if not queries:
         raise EvalError(f"{project.set_name}: no documented definition gave a query")
     cfg = load_config(corpus)
@@ -267,6 +278,10 @@ def run_project(
             if system == GREP
             else searcher_factory(corpus, variant_config(cfg, system))
         )
+        if task == COMMITS:  # results are files: each file once, at its best span's rank
+            from llmc.eval.protocol.commits import FileLevelSearcher
+
+            searcher = FileLevelSearcher(searcher)
         try:
             run = run_variant(
                 system,
@@ -311,6 +326,12 @@ def pooled_numbers(runs: Sequence[ProjectRun], *, resamples: int, seed: int) -> 
     return numbers(scores, strata, resamples=resamples, seed=seed)
 
 
+def _has_commit_set(name: str) -> bool:
+    from llmc.eval.protocol.commits import commit_projects
+
+    return name.lower() in commit_projects()
+
+
 def _task_projects(task: str, chosen: Sequence[SplitProject]) -> Sequence[SplitProject]:
     """The projects a task runs on (questions: those with a question file)."""
     if task == QUESTIONS:
@@ -322,7 +343,7 @@ def _task_projects(task: str, chosen: Sequence[SplitProject]) -> Sequence[SplitP
 
 def run_protocol(
     split: str = "test",
-    tasks: Sequence[str] = TASKS,
+    tasks: Sequence[str] = ("docstring",),  # commits needs local mirrors: asked for by name
     systems: Sequence[str] = SYSTEMS,
     max_queries: int = 60,
     projects: Sequence[str | SplitProject] | None = None,
@@ -363,6 +384,9 @@ def run_protocol(
     runs: list[ProjectRun] = []
     for task in tasks:
         for sp in _task_projects(task, chosen):
+            if task == COMMITS and not _has_commit_set(sp.name):
+                log.info("%s: no pinned git history, so no commits task", sp.name)
+                continue
             if progress is not None:
                 progress.note(f"{sp.project.set_name} ({sp.split}): task {task}")
             runs.append(
@@ -390,6 +414,7 @@ def run_protocol(
 
 
 __all__ = [
+    "COMMITS",
     "DEFAULT",
     "GREP",
     "METRICS",
