@@ -165,9 +165,11 @@ def _lines_error(raw: dict, where: str) -> str | None:
 def _answer(raw: object, where: str) -> tuple[Answer | None, list[str]]:
     if not isinstance(raw, dict):
         return None, [f"{where} must be an object"]
-    errors = [f"{where}: unknown key(s) {', '.join(sorted(set(raw) - _ANSWER_KEYS))}"] if set(
-        raw
-    ) - _ANSWER_KEYS else []
+    errors = (
+        [f"{where}: unknown key(s) {', '.join(sorted(set(raw) - _ANSWER_KEYS))}"]
+        if set(raw) - _ANSWER_KEYS
+        else []
+    )
     if (e := _path_error(raw.get("path"), where)) is not None:
         errors.append(e)
     grade = raw.get("grade")
@@ -185,8 +187,12 @@ def _answer(raw: object, where: str) -> tuple[Answer | None, list[str]]:
         return None, errors
     return (
         Answer(
-            raw["path"], grade, raw.get("symbol", ""), raw.get("heading", ""),
-            raw.get("start_line"), raw.get("end_line"),
+            raw["path"],
+            grade,
+            raw.get("symbol", ""),
+            raw.get("heading", ""),
+            raw.get("start_line"),
+            raw.get("end_line"),
         ),  # fmt: skip
         [],
     )
@@ -224,7 +230,9 @@ def parse_question_file(doc: object, source: str = "<questions>") -> QuestionFil
         if not isinstance(raw.get("text"), str) or not raw["text"].strip():
             errors.append(f"{where}.text must be a non-empty string")
         if raw.get("intent") not in INTENTS:
-            errors.append(f"{where}.intent must be one of {', '.join(INTENTS)}, got {raw.get('intent')!r}")
+            errors.append(
+                f"{where}.intent must be one of {', '.join(INTENTS)}, got {raw.get('intent')!r}"
+            )
         raw_as = raw.get("answers")
         if not isinstance(raw_as, list) or not raw_as:
             errors.append(f"{where}.answers must be a non-empty list")
@@ -276,12 +284,16 @@ def check_paths(qf: QuestionFile, root: Path) -> None:
             elif a.end_line is not None:
                 n = len(f.read_text(encoding="utf-8", errors="replace").split("\n"))
                 if a.end_line > n:
-                    errors.append(f"{q.id}: {a.path}: end_line {a.end_line} past the file's {n} lines")
+                    errors.append(
+                        f"{q.id}: {a.path}: end_line {a.end_line} past the file's {n} lines"
+                    )
     if errors:
         raise EvalError(f"{len(errors)} answer(s) do not fit the project:\n" + "\n".join(errors))
 
 
-def parse_judged(lines: Iterable[str], source: str = "<judged>", *, allow_null: bool = False) -> list[Judged]:
+def parse_judged(
+    lines: Iterable[str], source: str = "<judged>", *, allow_null: bool = False
+) -> list[Judged]:
     """Judgments, checked (``allow_null``: lines with ``grade`` null are skipped)."""
     out, errors = [], []
     for n, line in enumerate(lines, start=1):
@@ -313,8 +325,13 @@ def parse_judged(lines: Iterable[str], source: str = "<judged>", *, allow_null: 
             continue
         out.append(
             Judged(
-                raw["id"], raw["path"], raw["start_line"], raw["end_line"], grade,
-                str(raw.get("symbol") or raw.get("heading") or ""), str(raw.get("judge", "")),
+                raw["id"],
+                raw["path"],
+                raw["start_line"],
+                raw["end_line"],
+                grade,
+                str(raw.get("symbol") or raw.get("heading") or ""),
+                str(raw.get("judge", "")),
                 str(raw.get("note", "")),
             )  # fmt: skip
         )
@@ -410,7 +427,9 @@ def answer_labels(qf: QuestionFile, spans: dict[str, list[Any]]) -> dict[str, li
                 got = anchor(a, spans.get(a.path, []))
                 if got is None:
                     kind = "symbol" if a.symbol else "heading"
-                    errors.append(f"{q.id}: {a.path}: {kind} {name!r} is not (uniquely) in the index")
+                    errors.append(
+                        f"{q.id}: {a.path}: {kind} {name!r} is not (uniquely) in the index"
+                    )
                     continue
                 lines = got
             labels.append(Label(a.path, lines[0], lines[1], a.grade, "overlap", name or a.path))
@@ -455,7 +474,11 @@ def credited(results: Sequence[Any], labels: Sequence[Label], k: int = K) -> lis
     for r in results[:k]:
         best = -1
         for i, label in enumerate(labels):
-            if not taken[i] and label_matches(r, label) and (best < 0 or label.grade > labels[best].grade):
+            if (
+                not taken[i]
+                and label_matches(r, label)
+                and (best < 0 or label.grade > labels[best].grade)
+            ):
                 best = i
         if best >= 0:
             taken[best] = True
@@ -463,7 +486,9 @@ def credited(results: Sequence[Any], labels: Sequence[Label], k: int = K) -> lis
     return gains
 
 
-def score(question: Question, results: Sequence[Any], labels: Sequence[Label], took_ms: float = 0.0) -> QueryScores:
+def score(
+    question: Question, results: Sequence[Any], labels: Sequence[Label], took_ms: float = 0.0
+) -> QueryScores:
     """The question's metrics (module docstring); ``labels``: grade >= 1 only."""
     positive = [x for x in labels if x.grade >= 1]
     strong = [x for x in positive if x.grade >= 2]
@@ -475,7 +500,11 @@ def score(question: Question, results: Sequence[Any], labels: Sequence[Label], t
 
     def recall(k: int) -> float:
         top = results[:k]
-        return sum(any(label_matches(r, x) for r in top) for x in positive) / len(positive) if positive else 0.0
+        return (
+            sum(any(label_matches(r, x) for r in top) for x in positive) / len(positive)
+            if positive
+            else 0.0
+        )
 
     def file_recall(k: int) -> float:
         want = {x.path for x in positive}
@@ -514,7 +543,14 @@ def with_questions(chosen: Sequence[Any], base: Path = QUESTIONS_DIR) -> list[An
     return [sp for sp in chosen if question_path(sp.project.name, base).is_file()]
 
 
-def prepare(project: Any, cache_dir: Path, fetch: Any, progress: Any = None, base: Path = QUESTIONS_DIR, index: bool = True) -> Prepared:
+def prepare(
+    project: Any,
+    cache_dir: Path,
+    fetch: Any,
+    progress: Any = None,
+    base: Path = QUESTIONS_DIR,
+    index: bool = True,
+) -> Prepared:
     from llmc.config import load_config
     from llmc.eval.runner import ensure_index
 
@@ -531,15 +567,21 @@ def prepare(project: Any, cache_dir: Path, fetch: Any, progress: Any = None, bas
         if progress is not None:
             progress.note(f"{project.set_name}: indexing the unpacked archive")
         ensure_index(root, cfg, progress)
-    answers = answer_labels(qf, index_spans(root, {a.path for q in qf.questions for a in q.answers}))
+    answers = answer_labels(
+        qf, index_spans(root, {a.path for q in qf.questions for a in q.answers})
+    )
     judged = judged_labels(load_judged(judged_path(project.name, base)))
     unknown = sorted(set(judged) - {q.id for q in qf.questions})
     if unknown:
-        raise EvalError(f"{judged_path(project.name, base)}: judgments of unknown question(s) {', '.join(unknown)}")
+        raise EvalError(
+            f"{judged_path(project.name, base)}: judgments of unknown question(s) {', '.join(unknown)}"
+        )
     return Prepared(project, root, qf, answers, judged, cfg)
 
 
-def search_all(prep: Prepared, system: str, k: int, searcher_factory: Any = None, progress: Any = None) -> list[Any]:
+def search_all(
+    prep: Prepared, system: str, k: int, searcher_factory: Any = None, progress: Any = None
+) -> list[Any]:
     """One system's runs (``llmc.eval.runner.QueryRun``) over every question."""
     from llmc.eval.protocol.grep import GrepSearcher
     from llmc.eval.protocol.run import GREP
@@ -553,8 +595,10 @@ def search_all(prep: Prepared, system: str, k: int, searcher_factory: Any = None
     queries = [EvalQuery(q.text, q.intent, (), id=q.id) for q in prep.questions.questions]
     if progress is not None:
         progress.phase(f"{prep.project.name} {system}", len(queries))
-    searcher = GrepSearcher(prep.root) if system == GREP else searcher_factory(
-        prep.root, variant_config(prep.cfg, system)
+    searcher = (
+        GrepSearcher(prep.root)
+        if system == GREP
+        else searcher_factory(prep.root, variant_config(prep.cfg, system))
     )
     try:
         run = run_variant(
@@ -568,7 +612,9 @@ def search_all(prep: Prepared, system: str, k: int, searcher_factory: Any = None
     return run.runs
 
 
-def unjudged(prep: Prepared, runs: Sequence[Any], depth: int = POOL_DEPTH) -> list[tuple[str, int, Any]]:
+def unjudged(
+    prep: Prepared, runs: Sequence[Any], depth: int = POOL_DEPTH
+) -> list[tuple[str, int, Any]]:
     """(question id, rank, result) of every top-``depth`` result no label covers."""
     out = []
     for run in runs:
@@ -579,8 +625,17 @@ def unjudged(prep: Prepared, runs: Sequence[Any], depth: int = POOL_DEPTH) -> li
     return out
 
 
-def _span_info(root: Path, spans: dict[str, list[Any]], path: str, start: int, end: int) -> tuple[str, str]:
-    name = next((s.qualname or s.symbol for s in spans.get(path, []) if (s.start_line, s.end_line) == (start, end)), "")
+def _span_info(
+    root: Path, spans: dict[str, list[Any]], path: str, start: int, end: int
+) -> tuple[str, str]:
+    name = next(
+        (
+            s.qualname or s.symbol
+            for s in spans.get(path, [])
+            if (s.start_line, s.end_line) == (start, end)
+        ),
+        "",
+    )
     try:
         lines = (root / path).read_text(encoding="utf-8", errors="replace").split("\n")
         text = "\n".join(lines[start - 1 : end])
@@ -600,7 +655,9 @@ def pool_project(
     todo: dict[tuple[str, str, int, int], list[str]] = {}
     per_system = {}
     for system in systems:
-        found = unjudged(prep, search_all(prep, system, max(depth, K), searcher_factory, progress), depth)
+        found = unjudged(
+            prep, search_all(prep, system, max(depth, K), searcher_factory, progress), depth
+        )
         per_system[system] = len(found)
         for qid, rank, r in found:
             todo.setdefault((qid, r.path, r.start_line, r.end_line), []).append(f"{system}@{rank}")
@@ -629,7 +686,9 @@ def merge(tojudge: Path, judge: str = "", base: Path = QUESTIONS_DIR) -> dict[st
     for line in lines:
         if line.strip():
             raw = json.loads(line)
-            projects[(raw["id"], raw["path"], raw["start_line"], raw["end_line"])] = raw.get("project") or raw["id"].rsplit("-", 1)[0]
+            projects[(raw["id"], raw["path"], raw["start_line"], raw["end_line"])] = (
+                raw.get("project") or raw["id"].rsplit("-", 1)[0]
+            )
     added: dict[str, int] = {}
     for project in sorted(set(projects.values())):
         path = judged_path(project, base)
@@ -671,7 +730,9 @@ def run_project(
         missing = unjudged(prep, runs)
         if missing:
             qs = len({m[0] for m in missing})
-            warnings.append(f"UNJUDGED: {system}: {len(missing)} top-5 result(s) over {qs} question(s) have no label")
+            warnings.append(
+                f"UNJUDGED: {system}: {len(missing)} top-5 result(s) over {qs} question(s) have no label"
+            )
         scores[system] = [
             score(q, r.results, prep.answers[q.id] + prep.judged.get(q.id, []), r.took_ms)
             for q, r in zip(prep.questions.questions, runs, strict=True)
@@ -688,7 +749,9 @@ def run_project(
     )  # fmt: skip
 
 
-def _resolve(split: str, projects: Sequence[str], systems: Sequence[str] | None, base: Path) -> tuple[list[Any], list[str], list[str]]:
+def _resolve(
+    split: str, projects: Sequence[str], systems: Sequence[str] | None, base: Path
+) -> tuple[list[Any], list[str], list[str]]:
     """(projects with a question file, systems to run, systems skipped: stage not built)."""
     from llmc.config import Config
     from llmc.eval.protocol.run import GREP, SYSTEMS
@@ -702,7 +765,9 @@ def _resolve(split: str, projects: Sequence[str], systems: Sequence[str] | None,
     available = set(available_variants(Config())) | {GREP}
     chosen = with_questions(select_projects(split, list(projects)), base)
     if not chosen:
-        raise EvalError(f"no project of the {split} split{' named' if projects else ''} has a question file in {base}")
+        raise EvalError(
+            f"no project of the {split} split{' named' if projects else ''} has a question file in {base}"
+        )
     return chosen, [s for s in names if s in available], [s for s in names if s not in available]
 
 
@@ -726,8 +791,13 @@ def pool(
     chosen, names, _skipped = _resolve(split, projects, systems, base)
     return {
         sp.project.name: pool_project(
-            sp, names, cache_dir=_cache(cache_dir), fetch=fetch or fetch_project,
-            searcher_factory=searcher_factory, progress=progress, base=base,
+            sp,
+            names,
+            cache_dir=_cache(cache_dir),
+            fetch=fetch or fetch_project,
+            searcher_factory=searcher_factory,
+            progress=progress,
+            base=base,
         )  # fmt: skip
         for sp in chosen
     }
@@ -764,14 +834,23 @@ def run_questions(
     chosen, names, skipped = _resolve(split, projects, systems, base)
     runs = [
         run_project(
-            sp, names, cache_dir=_cache(cache_dir), resamples=resamples, seed=seed,
-            fetch=fetch or fetch_project, searcher_factory=searcher_factory, progress=progress,
-            base=base, allow_unjudged=allow_unjudged,
+            sp,
+            names,
+            cache_dir=_cache(cache_dir),
+            resamples=resamples,
+            seed=seed,
+            fetch=fetch or fetch_project,
+            searcher_factory=searcher_factory,
+            progress=progress,
+            base=base,
+            allow_unjudged=allow_unjudged,
         )  # fmt: skip
         for sp in chosen
     ]
     pooled = {TASK: pooled_numbers(runs, resamples=resamples, seed=seed)}
-    return ProtocolReport(split, (TASK,), tuple(names), K, 0, seed, resamples, runs, pooled, skipped)
+    return ProtocolReport(
+        split, (TASK,), tuple(names), K, 0, seed, resamples, runs, pooled, skipped
+    )
 
 
 def counts(base: Path = QUESTIONS_DIR) -> dict[str, dict[str, int]]:
@@ -779,7 +858,10 @@ def counts(base: Path = QUESTIONS_DIR) -> dict[str, dict[str, int]]:
     out = {}
     for path in sorted(base.glob("*.json")):
         qf = load_question_file(path)
-        row = {"questions": len(qf.questions), **{i: sum(q.intent == i for q in qf.questions) for i in INTENTS}}
+        row = {
+            "questions": len(qf.questions),
+            **{i: sum(q.intent == i for q in qf.questions) for i in INTENTS},
+        }
         row["answers"] = sum(len(q.answers) for q in qf.questions)
         judged = load_judged(judged_path(qf.project, base))
         row["judged"] = len(judged)
