@@ -57,10 +57,13 @@ if TYPE_CHECKING:
 )
 @click.option("--project", "projects", multiple=True, help="With --protocol: only this project.")
 @click.option(
-    "--task", "tasks", multiple=True, type=click.Choice(["docstring", "commits"]),
+    "--task", "tasks", multiple=True, type=click.Choice(["docstring", "commits", "questions"]),
     help="With --protocol: run this task (repeatable; default docstring). commits needs "
-    "git mirrors under $LLMC_MIRRORS.",
+    "git mirrors under $LLMC_MIRRORS; questions: the projects with a question file.",
 )  # fmt: skip
+@click.option("--pool", is_flag=True, help="With --task questions: write the results to judge.")
+@click.option("--check", "check_only", is_flag=True,
+              help="With --task questions: load and anchor the question files only.")  # fmt: skip
 @click.option(
     "--max-queries",
     type=click.IntRange(min=1),
@@ -74,7 +77,8 @@ def eval_cmd(
     queries: str | None, repo: Path | None, from_git: int | None, ablate: bool,
     compare: tuple[str, str] | None, variants: tuple[str, ...], k: int | None,
     no_index: bool, per_query: bool, protocol: bool, split: str, projects: tuple[str, ...],
-    tasks: tuple[str, ...], max_queries: int, verbose: int, as_json: bool,
+    tasks: tuple[str, ...], pool: bool, check_only: bool, max_queries: int, verbose: int,
+    as_json: bool,
 ) -> None:  # fmt: skip
     """Measure search on graded queries: MRR, nDCG, recall, Code@3, latency, ablations.
 
@@ -87,6 +91,11 @@ def eval_cmd(
     from llmc.eval.runner import evaluate_set
 
     setup_logging(verbose)
+    if protocol and (pool or check_only):  # docs/evaluation.md, "Task (b)"
+        if tuple(tasks) != ("questions",):
+            raise click.UsageError("--pool and --check go with --task questions alone")
+        _questions_pool(split, projects, check_only, as_json)
+        return
     if protocol:  # docs/evaluation.md, "Protocol"
         from llmc.eval.protocol import run_protocol
 
@@ -117,6 +126,29 @@ def eval_cmd(
 
 
 # --- label -----------------------------------------------------------------------------
+def _questions_pool(split: str, projects: tuple[str, ...], check_only: bool, as_json: bool) -> None:
+    from llmc.eval.protocol import questions
+
+    with render.RichProgress(enabled=not as_json and sys.stderr.isatty()) as progress:
+        if check_only:
+            lines = questions.check(split, projects, progress=progress)
+            doc = lines
+        else:
+            pooled = questions.pool(split, projects, progress=progress)
+            doc = {p: {"to_judge": str(f), "lines": n, "unjudged_top5": per}
+                   for p, (f, n, per) in pooled.items()}  # fmt: skip
+            lines = {p: f"{d['lines']} to judge -> {d['to_judge']} (unjudged top-5 per system: "
+                     f"{d['unjudged_top5']})" for p, d in doc.items()}  # fmt: skip
+    if as_json:
+        render.print_json(doc)
+        return
+    for project, line in lines.items():
+        click.echo(f"{project}: {line}")
+    if not check_only:
+        click.echo("judge: set each line's grade (0-3), then "
+                   "python -m llmc.eval.protocol.questions merge FILE --judge NAME")  # fmt: skip
+
+
 def _ask_grade(con: Console) -> Answer:
     """Prompt until the answer is a grade, skip or quit (``?`` prints the rubric)."""
     from llmc.learn.label import Answer, parse_answer, rubric_lines

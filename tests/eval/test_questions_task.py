@@ -258,3 +258,12 @@ def test_unjudged_top5_results_are_pooled_refused_then_judged(fixture_project):
     run = Q.run_project(fx.sp, ["grep"], resamples=50, **kw)
     assert run.warnings == [] and run.task == "questions" and run.numbers.n == 2
     assert Q.pool_project(fx.sp, ["grep"], **kw)[1] == 0
+
+
+def test_cli_pool_goes_with_the_questions_task_alone():
+    from click.testing import CliRunner
+
+    from llmc.cli import main
+
+    out = CliRunner().invoke(main, ["eval", "--protocol", "--pool"])
+    assert out.exit_code == 2 and "--task questions alone" in out.output
