@@ -28,13 +28,29 @@ def config_cmd(root: Path, as_json: bool) -> None:
 )
 @click.option("--full", is_flag=True, help="Re-parse every file (embeddings still cached).")
 @click.option("--dry-run", is_flag=True, help="Print the plan and estimates; write nothing.")
+@click.option(
+    "--no-vectors",
+    is_flag=True,
+    help="Stop once the index is searchable (BM25, exact symbols, graph); the next "
+    "`llmc index` (or the daemon) embeds the spans then.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars or summary.")
 @verbose_option
 @json_option
 def index_cmd(
-    path: Path | None, full: bool, dry_run: bool, quiet: bool, verbose: int, as_json: bool
+    path: Path | None,
+    full: bool,
+    dry_run: bool,
+    no_vectors: bool,
+    quiet: bool,
+    verbose: int,
+    as_json: bool,
 ) -> None:
-    """Index PATH (default: this repository) incrementally."""
+    """Index PATH (default: this repository) incrementally.
+
+    Spans, the BM25 index, exact symbols and the graph are committed first: search works
+    from then on. Then the spans without a vector are embedded, in chunks each committed
+    on its own, so an interrupted run loses nothing and the next one resumes."""
     from llmc.config import load_config
     from llmc.index.indexer import Indexer
     from llmc.paths import find_repo_root
@@ -44,7 +60,7 @@ def index_cmd(
     show = not quiet and not as_json and sys.stderr.isatty()
     with render.RichProgress(enabled=show) as progress:
         indexer = Indexer(root, load_config(root), progress)
-        summary = indexer.plan() if dry_run else indexer.run(full=full)
+        summary = indexer.plan() if dry_run else indexer.run(full=full, vectors=not no_vectors)
     if as_json:
         render.print_json(summary.to_json())
     elif not quiet:

@@ -125,6 +125,18 @@ def print_index_summary(summary: IndexSummary, verbose: int) -> None:
             else ""
         )
         con.print(f"  embedded {summary.embedded}, from cache {summary.embed_cached}{rate}")
+        vectors = getattr(summary, "vectors", None)
+        if vectors is not None and not vectors.complete:
+            how = {
+                "deferred": "skipped (--no-vectors)",
+                "stopped": "stopped early",
+            }.get(getattr(summary, "backfill", ""), "incomplete")
+            con.print(
+                f"  {vectors.line()}: embedding {how}; search uses BM25 and exact symbols "
+                "for the rest (`llmc index` embeds them)"
+            )
+        if summary.searchable_seconds:
+            con.print(f"  searchable after {summary.searchable_seconds:.1f}s")
         for what in summary.repaired:
             how = "rebuilt from the files" if what == "corrupt-db" else "rebuilt from SQLite"
             con.print(f"  repaired: {what} ({how})")
@@ -422,6 +434,13 @@ def print_status(st: IndexStatus, verbose: int) -> None:
         f"{st.cached_vectors} cached vectors"
     )
     con.print(f"  models: code {st.models['code']}; docs {st.models['doc']}")
+    todo = (
+        ""
+        if st.vectors.complete
+        else " (`llmc index` embeds the rest; search meanwhile "
+        "uses BM25 and exact symbols for them)"
+    )
+    con.print(f"  {st.vectors.line()}{todo}")
     con.print(f"  device: {st.device}")
     mib = 1024 * 1024
     con.print(

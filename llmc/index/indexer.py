@@ -29,16 +29,17 @@ import numpy as np
 
 from llmc.config import Config
 from llmc.errors import StoreError
+from llmc.index.backfill import Backfill, Coverage, coverage
 from llmc.index.walk import WalkedFile, read_text, walk
 from llmc.paths import db_path, ensure_state_dir, lexical_path, lock_path
-from llmc.store.db import Store, VectorSpace, embed_hash, quarantine
+from llmc.store.db import Store, embed_hash, quarantine
 from llmc.store.sqlite import database_error, integrity_problem
 from llmc.types import CODE, DOC, IndexSummary, SkippedFile, Span, StoredSpan, text_hash
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SPANS_PER_SECOND = 40.0  # used by --dry-run before any throughput was measured
-EMBED_BATCH_SPANS = 512
+WRITE_BATCH_FILES = 256  # files whose cached vectors are looked up together
 
 
 class Progress(Protocol):
@@ -69,6 +70,23 @@ class _Parsed:
     spans: list[Span]
 
 
+@dataclass
+class IndexReport(IndexSummary):
+    """``IndexSummary`` plus the vectors: how many spans have one after the run, and
+    whether the backfill ran to the end (``done``), was skipped (``deferred``,
+    ``--no-vectors``) or stopped early (``stopped``: a daemon's stop callback, or the model
+    changed under it)."""
+
+    vectors: Coverage | None = None
+    backfill: str = "done"
+
+    def to_json(self) -> dict:
+        out = super().to_json()
+        out["backfill"] = self.backfill
+        out["vectors"] = self.vectors.to_json() if self.vectors is not None else None
+        return out
+
+
 def _chunk(rel: str, text: str, cfg: Config) -> tuple[str | None, str | None, list[Span]]:
     from llmc.index.chunk import chunk_file
     from llmc.languages import detect_language
@@ -93,6 +111,8 @@ class Indexer:
         self.progress = progress or _Silent()
         self._embedder_factory = embedder_factory
         self._embedders: dict[str, object] = {}
+        self._started = time.perf_counter()
+        self.chunk_spans: int | None = None  # spans per backfill commit (None: the default)
 
     # -- models -------------------------------------------------------------------------------
     def embedder(self, category: str):
@@ -113,20 +133,88 @@ class Indexer:
         return resolved_model_id(self.cfg.embedding, category)
 
     # -- entry points --------------------------------------------------------------------------
-    def run(self, full: bool = False) -> IndexSummary:
+    def run(
+        self, full: bool = False, vectors: bool = True, stop: Callable[[], bool] | None = None
+    ) -> IndexReport:
+        """Index the repository: spans, lexical index, exact-symbol data and the graph are
+        committed first (searchable from then on), then the spans without a vector are
+        embedded (``backfill.py``) unless ``vectors`` is False; ``stop()``, asked between
+        chunks, ends the backfill early. Both phases resume where a killed run stopped."""
         from llmc.index.lock import IndexLock
 
+        self._started = time.perf_counter()
         lock = IndexLock(
             lock_path(self.root), timeout=self.cfg.index.lock_timeout, on_wait=self.progress.note
         )
         try:
             ensure_state_dir(self.root)
             with lock:
-                return self._run_healing(full)
+                summary = self._run_healing(full)
+            if vectors:
+                self._backfill(lock, summary, stop)
+            else:
+                summary.backfill = "deferred"
+                self._coverage(summary)
         except OSError as e:
             raise StoreError(_failure_line(self.root, e)) from e
+        summary.seconds = time.perf_counter() - self._started
+        return summary
 
-    def _run_healing(self, full: bool) -> IndexSummary:
+    def backfill(self, stop: Callable[[], bool] | None = None) -> IndexReport:
+        """Only the second phase: embed the spans that have no vector yet."""
+        from llmc.index.lock import IndexLock
+
+        self._started = time.perf_counter()
+        summary = IndexReport()
+        lock = IndexLock(
+            lock_path(self.root), timeout=self.cfg.index.lock_timeout, on_wait=self.progress.note
+        )
+        try:
+            self._backfill(lock, summary, stop)
+        except OSError as e:
+            raise StoreError(_failure_line(self.root, e)) from e
+        summary.seconds = time.perf_counter() - self._started
+        return summary
+
+    def _backfill(self, lock, summary: IndexReport, stop: Callable[[], bool] | None) -> None:
+        """Embed what is missing, chunk by chunk, each chunk committed under the lock."""
+        mark = time.perf_counter()
+        store = self._open_store(lock)
+        try:
+            job = Backfill(
+                store, lock, self.embedder, self.model_id, self.progress, self.chunk_spans
+            )
+            try:
+                finished = job.run(summary, stop)
+            except Exception as e:
+                failed = _database_cause(e)
+                if failed is None:
+                    raise
+                raise StoreError(_failure_line(self.root, failed)) from e
+            summary.backfill = "done" if finished else "stopped"
+            if summary.embedded and summary.embed_seconds > 0:
+                with lock:
+                    store.set_meta(
+                        "throughput.spans_per_s",
+                        f"{summary.embedded / summary.embed_seconds:.1f}",
+                    )
+            summary.vectors = coverage(store)
+        finally:
+            store.close()
+        _lap(summary, "embed", mark)
+
+    def _open_store(self, lock) -> Store:
+        with lock:  # opening a writable store may migrate it
+            return Store(db_path(self.root))
+
+    def _coverage(self, summary: IndexReport) -> None:
+        store = Store(db_path(self.root), readonly=True)
+        try:
+            summary.vectors = coverage(store)
+        finally:
+            store.close()
+
+    def _run_healing(self, full: bool) -> IndexReport:
         """One run; a corrupt ``index.db`` is moved aside and rebuilt from the files.
 
         Any other database failure (disk full, read-only, I/O error) stops the run with one
@@ -152,7 +240,7 @@ class Indexer:
         summary.repaired.append("corrupt-db")
         return summary
 
-    def _run_store(self, full: bool) -> IndexSummary:
+    def _run_store(self, full: bool) -> IndexReport:
         store = Store(db_path(self.root))
         try:
             return self._run_locked(store, full)
@@ -184,13 +272,19 @@ class Indexer:
                         hashes = [embed_hash(s) for s in spans if s.category == category]
                         cached |= set(store.cached_vectors(space.model_id, hashes))
             todo = [s for s in spans if embed_hash(s) not in cached]
+            backlog = 0  # spans of unchanged files a backfill has yet to embed
+            if store is not None:
+                changed_paths = {p.file.path for p in parsed}
+                stale = [i for c in (CODE, DOC) for i in store.missing_vectors(c)]
+                owners = store.paths_by_ids(stale)
+                backlog = sum(1 for i in stale if owners.get(i) not in changed_paths)
             rate = float(
                 (store.get_meta("throughput.spans_per_s") if store else None)
                 or DEFAULT_SPANS_PER_SECOND
             )
             summary.estimated_spans = len(spans)
             summary.embed_cached = len(spans) - len(todo)
-            summary.estimated_embed_seconds = len(todo) / max(rate, 1e-6)
+            summary.estimated_embed_seconds = (len(todo) + backlog) / max(rate, 1e-6)
             for p in parsed:
                 lang = p.lang or "text"
                 summary.files_by_lang[lang] = summary.files_by_lang.get(lang, 0) + 1
@@ -203,13 +297,14 @@ class Indexer:
         return summary
 
     # -- the run -------------------------------------------------------------------------------
-    def _run_locked(self, store: Store, full: bool) -> IndexSummary:
+    def _run_locked(self, store: Store, full: bool) -> IndexReport:
+        """The first phase: everything but new vectors, committed and searchable."""
         from llmc.store.lexical import LexicalIndex
 
-        started = time.perf_counter()
-        summary = IndexSummary()
+        started = self._started
+        summary = IndexReport()
         lexical = LexicalIndex(lexical_path(self.root))
-        lost_tail = self._repair_lost_tail(store, lexical, summary)
+        self._repair_lost_tail(store, lexical, summary)
         if lexical.generation != store.generation and store.generation > 0:
             self.progress.note(
                 f"lexical index reflects generation {lexical.generation}, store is at "
@@ -227,44 +322,34 @@ class Indexer:
         known = store.files()
         changed, unchanged = self._diff(walked.files, known, full)
         summary.files_unchanged = len(unchanged)
-
-        reembed = self._ensure_vector_spaces(store, summary) or lost_tail
+        spaces = self._usable_spaces(store, summary)
         mark = _lap(summary, "walk", mark)
         parsed = self._parse(changed, known, summary, full, store=store)
         mark = _lap(summary, "parse", mark)
         walked_paths = {f.path for f in walked.files} - {s.path for s in summary.skipped}
         removed = sorted(set(known) - walked_paths)
-        missing_vectors = store.span_ids_missing_vectors() if reembed else []
 
-        if not parsed and not removed and not missing_vectors:
+        if not parsed and not removed:
             summary.generation = store.generation
-            summary.searchable_seconds = time.perf_counter() - started
             self._finish_derived(store, lexical, [], [], summary)
             _lap(summary, "graph", mark)
-            summary.seconds = time.perf_counter() - started
+            summary.searchable_seconds = time.perf_counter() - started
             self._totals(store, summary)
             return summary
 
         generation = store.bump_generation()
         summary.generation = generation
-        if missing_vectors:
-            self._reembed(store, missing_vectors, summary)
-        written = self._write(store, parsed, generation, summary)
+        written = self._write(store, parsed, generation, spaces, summary)
         summary.files_removed = store.remove_files(removed)
         mark = _lap(summary, "write", mark)
         changed_paths = [p.file.path for p in parsed]
         store.make_durable()
         lexical.update([*removed, *changed_paths], written, generation)
         mark = _lap(summary, "lexical", mark)
-        summary.searchable_seconds = time.perf_counter() - started
         self._finish_derived(store, lexical, changed_paths, removed, summary)
         _lap(summary, "graph", mark)
-        store.prune_cache()
-        summary.seconds = time.perf_counter() - started
-        if summary.embedded and summary.embed_seconds > 0:
-            store.set_meta(
-                "throughput.spans_per_s", f"{summary.embedded / summary.embed_seconds:.1f}"
-            )
+        summary.searchable_seconds = time.perf_counter() - started
+        store.prune_cache([self.model_id(c) for c in (CODE, DOC)])
         store.set_meta("indexed_at", str(time.time()))
         self._totals(store, summary)
         return summary
@@ -386,72 +471,59 @@ class Indexer:
             log.info("skip %s: %s (%s)", s.path, s.reason, s.detail)
         return out
 
-    def _ensure_vector_spaces(self, store: Store, summary: IndexSummary) -> bool:
-        """Create vec tables for the configured models; True when a model changed."""
-        changed = False
+    def _usable_spaces(self, store: Store, summary: IndexSummary) -> dict[str, str]:
+        """Category → model id where the index's vectors come from the configured model:
+        there, cached vectors are written with the spans. A changed model is only noted
+        here (no model is loaded before the index is searchable); the backfill re-creates
+        its table and re-embeds."""
+        out: dict[str, str] = {}
         for category in (CODE, DOC):
             model_id = self.model_id(category)
             current = store.vector_space(category)
-            if current is not None and current.model_id == model_id:
-                store.ensure_vector_space(category, current)
+            if current is None:
                 continue
-            dim = self.embedder(category).dim
-            if store.ensure_vector_space(category, VectorSpace(model_id, dim)):
-                changed = True
+            if current.model_id == model_id:
+                out[category] = model_id
+            else:
+                summary.model_changed = True
                 self.progress.note(
                     f"embedding model for {category} changed from {current.model_id} to "
-                    f"{model_id}: re-embedding every {category} span"
+                    f"{model_id}: its vectors are re-made after the index is searchable"
                 )
-        summary.model_changed = changed
-        return changed
+        return out
 
-    def _vectors(self, store: Store, spans: list[Span], summary: IndexSummary) -> list[np.ndarray]:
-        """Vectors for ``spans``: from the (model, text hash) cache, else embedded now."""
+    def _cached(
+        self, store: Store, spans: list[Span], spaces: dict[str, str], summary: IndexSummary
+    ) -> list[np.ndarray | None]:
+        """Vectors of ``spans`` already in the (model, text hash) cache; None elsewhere."""
         out: list[np.ndarray | None] = [None] * len(spans)
-        for category in (CODE, DOC):
+        for category, model_id in spaces.items():
             idx = [i for i, s in enumerate(spans) if s.category == category]
             if not idx:
                 continue
-            model_id = self.model_id(category)
             hashes = [embed_hash(spans[i]) for i in idx]
             cached = store.cached_vectors(model_id, hashes)
-            todo: dict[str, str] = {}
-            hits = 0
             for i, h in zip(idx, hashes, strict=True):
                 if h in cached:
                     out[i] = cached[h]
-                    hits += 1
-                else:
-                    todo.setdefault(h, spans[i].embed_text)
-            summary.embed_cached += hits
-            self.progress.advance(hits)
-            if todo:
-                started = time.perf_counter()
-                texts = list(todo.values())
-                vectors = self.embedder(category).embed_passages(
-                    texts, progress=self.progress.advance
-                )
-                summary.embed_seconds += time.perf_counter() - started
-                summary.embedded += len(texts)
-                fresh = dict(zip(todo.keys(), vectors, strict=True))
-                store.cache_vectors(model_id, fresh.items())
-                for i, h in zip(idx, hashes, strict=True):
-                    if out[i] is None:
-                        out[i] = fresh[h]
-        return out  # type: ignore[return-value]
+                    summary.embed_cached += 1
+        return out
 
     def _write(
-        self, store: Store, parsed: list[_Parsed], generation: int, summary: IndexSummary
+        self,
+        store: Store,
+        parsed: list[_Parsed],
+        generation: int,
+        spaces: dict[str, str],
+        summary: IndexSummary,
     ) -> list[StoredSpan]:
-        total = sum(len(p.spans) for p in parsed)
-        self.progress.phase("embedding", total)
+        """Each file's spans in one transaction, with the vectors the cache already has
+        (the rest are the backfill's)."""
+        self.progress.phase("writing", len(parsed))
         written: list[StoredSpan] = []
-        batch: list[_Parsed] = []
-        batch_spans = 0
-
-        def flush() -> None:
-            spans = [s for p in batch for s in p.spans]
-            vectors = self._vectors(store, spans, summary)
+        for start in range(0, len(parsed), WRITE_BATCH_FILES):
+            batch = parsed[start : start + WRITE_BATCH_FILES]
+            vectors = self._cached(store, [s for p in batch for s in p.spans], spaces, summary)
             pos = 0
             for p in batch:
                 vecs = vectors[pos : pos + len(p.spans)]
@@ -470,32 +542,8 @@ class Indexer:
                 written.extend(StoredSpan(i, s) for i, s in zip(ids, p.spans, strict=True))
                 summary.files_indexed += 1
                 summary.spans_written += len(p.spans)
-
-        for p in parsed:
-            batch.append(p)
-            batch_spans += len(p.spans)
-            if batch_spans >= EMBED_BATCH_SPANS:
-                flush()
-                batch, batch_spans = [], 0
-        if batch:
-            flush()
+                self.progress.advance()
         return written
-
-    def _reembed(self, store: Store, missing: list[tuple[int, str]], summary: IndexSummary) -> None:
-        ids = [i for i, _ in missing]
-        spans = store.spans_by_ids(ids)
-        self.progress.phase("re-embedding", len(ids))
-        for start in range(0, len(ids), EMBED_BATCH_SPANS):
-            chunk = [spans[i] for i in ids[start : start + EMBED_BATCH_SPANS] if i in spans]
-            vectors = self._vectors(store, [s.span for s in chunk], summary)
-            for category in (CODE, DOC):
-                items = [
-                    (s.id, v)
-                    for s, v in zip(chunk, vectors, strict=True)
-                    if s.span.category == category
-                ]
-                if items:
-                    store.set_vectors(category, items)
 
 
 def _database_cause(exc: BaseException) -> BaseException | None:
@@ -527,13 +575,17 @@ def _lap(summary: IndexSummary, phase: str, since: float) -> float:
 
 
 def index_repo(
-    root: Path, cfg: Config, full: bool = False, progress: Progress | None = None
-) -> IndexSummary:
-    return Indexer(root, cfg, progress).run(full=full)
+    root: Path,
+    cfg: Config,
+    full: bool = False,
+    progress: Progress | None = None,
+    vectors: bool = True,
+) -> IndexReport:
+    return Indexer(root, cfg, progress).run(full=full, vectors=vectors)
 
 
 def plan_index(root: Path, cfg: Config, progress: Progress | None = None) -> IndexSummary:
     return Indexer(root, cfg, progress).plan()
 
 
-__all__ = ["Indexer", "Progress", "index_repo", "plan_index"]
+__all__ = ["IndexReport", "Indexer", "Progress", "index_repo", "plan_index"]

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from llmc.config import Config
+from llmc.index.backfill import Coverage
 from llmc.index.walk import read_text, walk
 from llmc.paths import db_path, graph_path, lexical_path
 from llmc.store.db import Store
@@ -37,6 +38,7 @@ class IndexStatus:
     new_files: list[str] = field(default_factory=list)
     deleted_files: list[str] = field(default_factory=list)
     uncommitted_changes: int | None = None
+    vectors: Coverage = field(default_factory=lambda: Coverage(0, 0))
 
     @property
     def fresh(self) -> bool:
@@ -47,6 +49,8 @@ class IndexStatus:
     def to_json(self) -> dict:
         out = asdict(self)
         out["fresh"] = self.fresh
+        out["vectors"] = self.vectors.to_json()  # dense coverage while vectors backfill
+        out["dense"] = self.vectors.line()
         return out
 
 
@@ -123,6 +127,7 @@ def index_status(root: Path, cfg: Config) -> IndexStatus:
             ),
             deleted_files=sorted(set(known) - set(current)),
             uncommitted_changes=_uncommitted(root),
+            vectors=Coverage.of(store.vector_counts()),
         )
     finally:
         store.close()

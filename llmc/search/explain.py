@@ -68,6 +68,8 @@ def why_empty(sources: Sources, trace: Trace) -> None:
         trace.warn("the index is empty: nothing was indexed (see `llmc index -v`)")
     elif not sources.cfg.search.dense or len(sources.dense_off) == len(ROUTE_CATEGORY):
         trace.warn("no indexed span matches the query's words (dense search is off)")
+    elif set(ROUTE_CATEGORY.values()) <= sources.dense_empty | set(sources.dense_off):
+        trace.warn("no indexed span matches the query's words (no span is embedded yet)")
     else:
         trace.warn("no results")
 

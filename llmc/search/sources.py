@@ -29,6 +29,7 @@ from llmc.types import StoredSpan
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
+    from llmc.index.backfill import Coverage
     from llmc.models.embedder import Embedder
     from llmc.models.reranker import Reranker
     from llmc.store.db import Store
@@ -69,6 +70,8 @@ class Sources:
         self._span_count: tuple[int, int] | None = None  # (generation, spans)
         self.embedders: dict[str, Embedder] = {}
         self.dense_off: dict[str, str] = {}  # category → why dense search is off
+        self.dense_empty: set[str] = set()  # categories with no vector yet (backfill)
+        self._vectors: tuple[int, tuple, Coverage] | None = None  # data_version, spaces, cov
         self._path_cache: dict[int, str] = {}
         self._spans: dict[int, StoredSpan] = {}  # this query's hydrated spans
 
@@ -107,7 +110,8 @@ class Sources:
     def freshness(self, trace: Trace) -> None:
         """Revisit open's decisions after an index run; warn about stale or missing parts."""
         generation = self.store.generation
-        if generation != self._checked_generation:
+        spaces_moved = self._refresh_vectors()
+        if generation != self._checked_generation or spaces_moved:
             self._recheck(generation)
         if self.lexical_error:
             trace.warn(self.lexical_error)
@@ -125,6 +129,48 @@ class Sources:
                 )
         for why in self.dense_off.values():
             trace.warn(why)
+        if self.cfg.search.dense:
+            self._say_coverage(trace)
+
+    # -- vectors (backfilled after the index is searchable) -----------------------------
+    def _refresh_vectors(self) -> bool:
+        """Re-read the vector counts and spaces when another connection committed (a
+        backfill chunk, an index run); True when a vector space changed model or came to
+        exist, which open's dense decisions must see even without a new generation."""
+        from llmc.index.backfill import Coverage
+        from llmc.types import CODE, DOC
+
+        version = self.store.data_version()
+        if self._vectors is not None and self._vectors[0] == version:
+            return False
+        spaces = (self.store.vector_space(CODE), self.store.vector_space(DOC))
+        moved = self._vectors is not None and self._vectors[1] != spaces
+        self._vectors = (version, spaces, Coverage.of(self.store.vector_counts()))
+        return moved
+
+    def coverage(self) -> Coverage:
+        """How many spans dense search can find: those with a vector from the configured
+        model (a category whose dense search is off counts as none embedded)."""
+        from llmc.index.backfill import Coverage
+
+        if self._vectors is None:
+            self._refresh_vectors()
+        assert self._vectors is not None
+        counts = self._vectors[2].by_category
+        return Coverage.of(
+            {c: ((0 if c in self.dense_off else e), t) for c, (e, t) in counts.items()}
+        )
+
+    def _say_coverage(self, trace: Trace) -> None:
+        """A note for --explain always; a warning while dense search misses spans."""
+        cov = self.coverage()
+        self.dense_empty = {c for c, (e, t) in cov.by_category.items() if e == 0 and t > 0}
+        trace.note("coverage", cov.line())
+        if not cov.complete:
+            trace.warn(
+                f"{cov.line()}: dense search covers the embedded spans only, BM25 and exact "
+                "symbols cover all (`llmc index` embeds the rest)"
+            )
 
     def _recheck(self, generation: int) -> None:
         """An index run since the last query may have created the lexical index or changed
@@ -184,7 +230,11 @@ class Sources:
         return self.embedders[category]
 
     def query_vector(self, text: str, category: str, trace: Trace) -> np.ndarray | None:
-        """The query's vector in ``category``'s embedding space, computed once per query."""
+        """The query's vector in ``category``'s embedding space, computed once per query;
+        None when dense search of ``category`` is off or has no vector yet to search (then
+        no model is loaded: BM25 and exact symbols answer alone)."""
+        if category in self.dense_empty:
+            return None
         if category not in self.embedders and category not in self.dense_off:
             with trace.stage("load"):  # the first query of a Searcher pays for the model
                 self.embedder(category)

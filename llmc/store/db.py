@@ -362,6 +362,95 @@ class Store:
                 [(i, _blob(v)) for i, v in items],
             )
 
+    def missing_vectors(self, category: str) -> list[int]:
+        """Ids of ``category``'s spans without a vector: what a backfill embeds."""
+        table = VEC_TABLES[category]
+        # By length: each chunk then holds texts of like length, which batch with little
+        # padding (the embedder sorts within what it is given).
+        order = "ORDER BY length(text) + length(header), id"
+        if not self._table_exists(table):
+            sql = f"SELECT id FROM spans WHERE category = ? {order}"
+        else:
+            sql = (
+                f"SELECT id FROM spans WHERE category = ? AND id NOT IN "
+                f"(SELECT span_id FROM {table}) {order}"
+            )
+        return [int(r[0]) for r in self.conn.execute(sql, (category,))]
+
+    def add_vectors(
+        self,
+        category: str,
+        model_id: str,
+        items: Sequence[tuple[int, np.ndarray]],
+        cache: Iterable[tuple[str, np.ndarray]] = (),
+    ) -> int:
+        """One backfill chunk in one durable transaction: the vectors of spans that still
+        exist and still lack one, plus the new (model, text hash) cache entries.
+
+        Nothing is written when ``category``'s vector space no longer holds ``model_id``
+        (another writer changed the model meanwhile). A span deleted since the chunk was
+        read is skipped (its id is never reused, so a vector for it would only be an orphan).
+        Returns the number of vectors written. ``synchronous=FULL`` makes the commit survive
+        a power loss too, not only a kill: a chunk costs seconds of embedding, an fsync
+        nothing next to it.
+        """
+        space = self.vector_space(category)
+        table = VEC_TABLES[category]
+        if space is None or space.model_id != model_id or not self._table_exists(table):
+            return 0
+        ids = [i for i, _ in items]
+        live: set[int] = set()
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            live.update(
+                int(r[0])
+                for r in self.conn.execute(
+                    f"SELECT id FROM spans WHERE id IN ({marks}) AND id NOT IN "
+                    f"(SELECT span_id FROM {table} WHERE span_id IN ({marks}))",
+                    [*chunk, *chunk],
+                )
+            )
+        rows = [(i, _blob(v)) for i, v in items if i in live]
+        self.conn.execute("PRAGMA synchronous=FULL")
+        try:
+            with self.conn:
+                self.conn.executemany(
+                    "INSERT OR REPLACE INTO embedding_cache(model, text_hash, vector) "
+                    "VALUES (?, ?, ?)",
+                    [(model_id, h, _blob(v)) for h, v in cache],
+                )
+                self.conn.executemany(
+                    f"INSERT INTO {table}(span_id, embedding) VALUES (?, ?)", rows
+                )
+        finally:
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+        return len(rows)
+
+    def vector_counts(self) -> dict[str, tuple[int, int]]:
+        """category → (spans with a vector, spans), for each category that has spans.
+
+        Cheap enough per query: spans are counted from the ``spans_category`` index and
+        vectors from sqlite-vec's rowid table (the vec table itself when that is absent).
+        """
+        totals = {
+            str(r[0]): int(r[1])
+            for r in self.conn.execute("SELECT category, count(*) FROM spans GROUP BY category")
+        }
+        out: dict[str, tuple[int, int]] = {}
+        for category, total in totals.items():
+            table = VEC_TABLES.get(category)
+            embedded = 0
+            if table and self._table_exists(table):
+                counter = f"{table}_rowids" if self._table_exists(f"{table}_rowids") else table
+                embedded = int(self.conn.execute(f"SELECT count(*) FROM {counter}").fetchone()[0])
+            out[category] = (min(embedded, total), total)
+        return out
+
+    def data_version(self) -> int:
+        """Changes whenever another connection committed (SQLite's ``data_version``)."""
+        return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+
     def knn(self, category: str, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The ``k`` nearest spans by cosine distance: [(span id, similarity)]."""
         table = VEC_TABLES[category]
@@ -411,9 +500,11 @@ class Store:
                 [(model_id, h, _blob(v)) for h, v in items],
             )
 
-    def prune_cache(self) -> int:
-        """Drop cached vectors no span uses any more, for models no longer configured."""
-        models = [m for m in (self.get_meta("model.code"), self.get_meta("model.doc")) if m]
+    def prune_cache(self, models: Sequence[str] | None = None) -> int:
+        """Drop cached vectors of models other than ``models`` (default: the index's)."""
+        if models is None:
+            models = [m for m in (self.get_meta("model.code"), self.get_meta("model.doc")) if m]
+        models = list(dict.fromkeys(models))
         marks = ",".join("?" * len(models)) or "''"
         with self.conn:
             cur = self.conn.execute(
