@@ -36,36 +36,38 @@ What was chosen and why:
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import logging
-import os
-import platform
 import shutil
 import tempfile
-import time
 import uuid
-import warnings
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
-from importlib import metadata
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from llmc.models.onnx_export import export, quiet
+from llmc.models.onnx_plan import (
+    META_FILE,
+    MODEL_FILE,
+    POOLING_MODES,
+    TOKENIZER_FILE,
+    ExportRefused,
+    QuantPlan,
+    cache_dir,
+    cache_root,
+    cpu_count,
+    cpu_flags,
+    detect_isa,
+    quant_plan,
+)
+
 log = logging.getLogger(__name__)
 
-EXPORT_VERSION = 1  # bump when the export, quantization or pooling code changes
 MIN_COSINE = 0.99  # each sample text's int8 vector against torch fp32
 SMALL_BATCH = 16  # at most this many texts run with ``query_threads``
 QUERY_THREADS = 1  # measured on a busy 2-core CPU: see benchmarks/README.md
-MODEL_FILE = "model.onnx"
-META_FILE = "meta.json"
-TOKENIZER_FILE = "tokenizer.json"
-GELU_OPS = frozenset({"Gelu", "BiasGelu", "FastGelu", "QuickGelu"})
-POOLING_MODES = ("mean", "cls", "max", "mean_sqrt_len")
 
 # Fixed sample for the check: code and docs like llmc indexes, short to past 256 tokens.
 SAMPLE_TEXTS: tuple[str, ...] = (
@@ -99,116 +101,6 @@ SAMPLE_TEXTS: tuple[str, ...] = (
         for i in range(40)
     ),
 )
-
-
-class ExportRefused(Exception):
-    """The model cannot run on ONNX Runtime here (unsupported modules, failed check, ...)."""
-
-
-# -- the machine -----------------------------------------------------------------------------
-def cpu_flags() -> frozenset[str]:
-    """The CPU's feature flags from /proc/cpuinfo (empty where there is none)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith(("flags", "Features")):
-                    return frozenset(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return frozenset()
-
-
-def detect_isa(flags: frozenset[str] | None = None, machine: str | None = None) -> str:
-    """avx512_vnni | avx_vnni | avx512 | avx2 | arm64 | generic, from what the CPU says."""
-    machine = (machine or platform.machine()).lower()
-    if machine in ("arm64", "aarch64"):
-        return "arm64"
-    flags = cpu_flags() if flags is None else flags
-    if "avx512_vnni" in flags or "avx512vnni" in flags:
-        return "avx512_vnni"
-    if "avx_vnni" in flags:
-        return "avx_vnni"
-    if "avx512f" in flags and "avx512bw" in flags:
-        return "avx512"
-    if "avx2" in flags:
-        return "avx2"
-    return "generic"
-
-
-@dataclass(frozen=True)
-class QuantPlan:
-    isa: str
-    weight_type: str  # qint8 (U8S8 kernels) | quint8 (U8U8)
-    per_channel: bool = True
-    reduce_range: bool = False
-    keep_gelu_fed_fp32: bool = True
-    quantize_attention: bool = False  # the fused Attention op's QKV projections
-
-
-def quant_plan(isa: str) -> QuantPlan:
-    """The dynamic quantization that suits ``isa`` (see the module docstring)."""
-    if isa in ("avx512_vnni", "avx_vnni", "arm64"):
-        return QuantPlan(isa, "qint8")
-    if isa in ("avx512", "avx2"):
-        return QuantPlan(isa, "quint8")
-    return QuantPlan(isa, "qint8")
-
-
-def cpu_count() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
-# -- the cache -------------------------------------------------------------------------------
-def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "llmc" / "onnx"
-
-
-def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "none"
-
-
-def runtime_versions() -> dict[str, str]:
-    names = ("torch", "transformers", "sentence-transformers", "onnx", "onnxruntime")
-    return {n: _version(n) for n in names} | {"export": str(EXPORT_VERSION)}
-
-
-def weights_fingerprint(source: str) -> str:
-    """Identity of a model directory's files (name, size, mtime), cheap enough for every
-    start; the content hash of the weights is computed once at export and kept in meta.json."""
-    path = Path(source)
-    h = hashlib.sha256(source.encode())
-    if path.is_dir():
-        for f in sorted(p for p in path.rglob("*") if p.is_file()):
-            st = f.stat()
-            h.update(f"{f.relative_to(path)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()[:16]
-
-
-def cache_dir(model_id: str, source: str, plan: QuantPlan) -> Path:
-    key = json.dumps(
-        [model_id, weights_fingerprint(source), asdict(plan), runtime_versions()], sort_keys=True
-    )
-    slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in model_id)[-60:].strip("-")
-    return cache_root() / f"{slug}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
-
-
-def _content_hash(source: str) -> str:
-    path = Path(source)
-    h = hashlib.sha256()
-    if path.is_dir():
-        for f in sorted(path.rglob("*")):
-            if f.is_file() and f.suffix in (".safetensors", ".bin", ".pt", ".pth"):
-                with f.open("rb") as fh:
-                    for block in iter(lambda: fh.read(1 << 20), b""):
-                        h.update(block)
-    return h.hexdigest()
 
 
 # -- running ---------------------------------------------------------------------------------
@@ -295,185 +187,6 @@ def pool(hidden: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:
     return summed / (np.sqrt(count) if mode == "mean_sqrt_len" else count)
 
 
-# -- exporting -------------------------------------------------------------------------------
-def _describe(st_model: Any) -> dict[str, Any]:
-    """What the runtime needs to know about a SentenceTransformer, or ExportRefused."""
-    kinds = [type(m).__name__ for m in st_model]
-    if (
-        not kinds
-        or kinds[0] != "Transformer"
-        or any(k not in ("Pooling", "Normalize") for k in kinds[1:])
-    ):
-        raise ExportRefused(f"modules {kinds} (only Transformer, Pooling, Normalize export)")
-    pooling = "mean"
-    if len(kinds) > 1 and kinds[1] == "Pooling":
-        cfg = st_model[1].get_config_dict()
-        mode = cfg.get("pooling_mode")  # sentence-transformers >= 6; older: one flag per mode
-        modes = [mode] if isinstance(mode, str) else []
-        modes += [
-            m
-            for m in POOLING_MODES
-            if cfg.get(f"pooling_mode_{m}_tokens", cfg.get(f"pooling_mode_{m}_token"))
-        ]
-        if len(modes) != 1 or modes[0] not in POOLING_MODES:
-            raise ExportRefused(f"pooling {cfg} is not one of {POOLING_MODES}")
-        pooling = modes[0]
-    first = st_model[0]
-    tokenizer = st_model.tokenizer
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is None or tokenizer.pad_token is None:
-        raise ExportRefused("the model has no fast tokenizer with a pad token")
-    auto = getattr(first, "auto_model", None)
-    if auto is None:
-        raise ExportRefused("the Transformer module has no auto_model")
-    config = first.get_config_dict() if hasattr(first, "get_config_dict") else {}
-    return {
-        "auto_model": auto,
-        "backend": backend,
-        "pooling": pooling,
-        "lowercase": bool(getattr(first, "do_lower_case", config.get("do_lower_case", False))),
-        "pad_id": int(tokenizer.pad_token_id),
-        "pad_token": str(tokenizer.pad_token),
-        "dim": int(auto.config.hidden_size),
-        "max_position_embeddings": int(getattr(auto.config, "max_position_embeddings", 512)),
-        "input_names": [
-            n
-            for n in ("input_ids", "attention_mask", "token_type_ids")
-            if n in (tokenizer.model_input_names or [])
-        ],
-    }
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """Silence the exporter's and quantizer's chatter (warnings, root-logger lines) so an
-    export costs the user no more than llmc's own log lines."""
-    root = logging.getLogger()
-    guard = None
-    if not root.handlers:  # onnxruntime.quantization logs via logging.warning(), which would
-        guard = logging.NullHandler()  # otherwise configure the root logger for us
-        root.addHandler(guard)
-    before = logging.root.manager.disable
-    logging.disable(logging.WARNING)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        logging.disable(before)
-        if guard is not None:
-            root.removeHandler(guard)
-
-
-def _export_fp32(info: dict[str, Any], path: Path) -> None:
-    import torch
-
-    auto = info["auto_model"]
-    names: list[str] = info["input_names"]
-
-    class _Hidden(torch.nn.Module):
-        def __init__(self, inner: Any):
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, *tensors: Any) -> Any:
-            return self.inner(**dict(zip(names, tensors, strict=True))).last_hidden_state
-
-    tok = info["backend"]
-    enc = tok.encode_batch(["def f(x): return x", "a"])
-    fields = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
-    width = max(len(e.ids) for e in enc)
-    args = tuple(
-        torch.tensor([(getattr(e, fields[n]) + [0] * width)[:width] for e in enc]) for n in names
-    )
-    before = auto.config._attn_implementation
-    setter = getattr(auto, "set_attn_implementation", None)
-    if setter is not None and before != "eager":
-        setter("eager")  # the eager graph is the one onnxruntime's optimizer fuses
-    try:
-        axes = {n: {0: "batch", 1: "seq"} for n in [*names, "last_hidden_state"]}
-        with torch.inference_mode(False), torch.no_grad():
-            torch.onnx.export(
-                _Hidden(auto).eval(),
-                args,
-                str(path),
-                input_names=names,
-                output_names=["last_hidden_state"],
-                dynamic_axes=axes,
-                opset_version=17,
-                dynamo=False,
-            )
-    finally:
-        if setter is not None and before != "eager":
-            setter(before)
-
-
-def _fuse(src: Path, dst: Path, info: dict[str, Any]) -> bool:
-    """onnxruntime's transformer fusions; False (and ``dst`` untouched) when they fail."""
-    try:
-        from onnxruntime.transformers.optimizer import optimize_model
-
-        auto = info["auto_model"]
-        heads = int(getattr(auto.config, "num_attention_heads", 0) or 0)
-        model = optimize_model(
-            str(src), model_type="bert", num_heads=heads, hidden_size=info["dim"]
-        )
-        model.save_model_to_file(str(dst))
-        return True
-    except Exception as e:  # noqa: BLE001 - unfused still runs, just slower
-        log.debug("onnx fusion skipped: %s", e)
-        return False
-
-
-def _quantize(src: Path, dst: Path, plan: QuantPlan) -> list[str]:
-    """Dynamic int8 quantization per ``plan``; returns the matmuls kept in fp32."""
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    model = onnx.load(str(src))
-    producers = {out: node.op_type for node in model.graph.node for out in node.output}
-    keep = [
-        node.name
-        for node in model.graph.node
-        if plan.keep_gelu_fed_fp32
-        and node.op_type == "MatMul"
-        and producers.get(node.input[0]) in GELU_OPS
-    ]
-    quantize_dynamic(
-        str(src),
-        str(dst),
-        weight_type=QuantType.QInt8 if plan.weight_type == "qint8" else QuantType.QUInt8,
-        per_channel=plan.per_channel,
-        reduce_range=plan.reduce_range,
-        op_types_to_quantize=["MatMul", "Attention"] if plan.quantize_attention else ["MatMul"],
-        nodes_to_exclude=keep,
-        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-    )
-    return keep
-
-
-def export(source: str, st_model: Any, directory: Path, plan: QuantPlan) -> dict[str, Any]:
-    """Write model.onnx (int8), tokenizer.json and meta.json (no check yet) into ``directory``."""
-    started = time.perf_counter()
-    info = _describe(st_model)
-    work = directory / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    raw, fused = work / "fp32.onnx", work / "fused.onnx"
-    _export_fp32(info, raw)
-    kept = _quantize(fused if _fuse(raw, fused, info) else raw, directory / MODEL_FILE, plan)
-    shutil.rmtree(work, ignore_errors=True)
-    info["backend"].save(str(directory / TOKENIZER_FILE))
-    meta = {k: v for k, v in info.items() if k not in ("auto_model", "backend")} | {
-        "plan": asdict(plan),
-        "versions": runtime_versions(),
-        "weights_sha256": _content_hash(source),
-        "fp32_matmuls": kept,
-        "export_seconds": round(time.perf_counter() - started, 2),
-    }
-    (directory / META_FILE).write_text(json.dumps(meta, indent=1), "utf-8")
-    return meta
-
-
 def check(
     encoder: OnnxEncoder, st_model: Any, texts: Sequence[str] = SAMPLE_TEXTS
 ) -> dict[str, Any]:
@@ -524,7 +237,7 @@ def _build(
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
     try:
         st_model = load_torch()
-        with _quiet():
+        with quiet():
             export(source, st_model, tmp, plan)
         encoder = OnnxEncoder(tmp, max_seq_length)
         previous = st_model.max_seq_length
@@ -624,6 +337,8 @@ __all__ = [
     "cache_dir",
     "cache_root",
     "check",
+    "cpu_count",
+    "cpu_flags",
     "detect_isa",
     "export",
     "load_onnx_encoder",

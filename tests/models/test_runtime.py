@@ -13,7 +13,7 @@ import pytest
 
 from llmc.config import EmbeddingConfig
 from llmc.models import embedder as embedder_mod
-from llmc.models import onnx_runtime
+from llmc.models import onnx_export, onnx_runtime
 from llmc.models.embedder import SentenceTransformerEmbedder, embedder_from_config
 from llmc.models.onnx_runtime import (
     QuantPlan,
@@ -145,7 +145,7 @@ def test_failed_export_falls_back_to_torch(tmp_path, monkeypatch, caplog):
     def broken(*a, **k):
         raise RuntimeError("exporter exploded\nwith a traceback")
 
-    monkeypatch.setattr(onnx_runtime, "_export_fp32", broken)
+    monkeypatch.setattr(onnx_export, "_export_fp32", broken)
     e = SentenceTransformerEmbedder(runtime="onnx")
     assert e.runtime == "torch"
     (line,) = _warnings(caplog)
