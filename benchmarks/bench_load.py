@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SOCKET_TIMEOUT_S = 120.0
-SLOW_LORIS_BOUND_S = 30.0  # the server's read timeout is 10 s
+SLOW_LORIS_BOUND_S = 30.0  # the server's deadline for a whole request is 10 s
 TRICKLE_S = 15.0
 READY_TIMEOUT_S = 900.0
 IDLE_TIMEOUT_S = 600.0
@@ -323,7 +323,8 @@ def _wrong_token(target: Target, rng: random.Random, started: float) -> tuple[in
 
 
 def _slow_loris(target: Target, rng: random.Random, started: float) -> tuple[int, str]:
-    """Half a request line, then silence: the server must cut us off (its read timeout)."""
+    """Half a request head, then silence: the server must cut us off (its request deadline:
+    a 408, or before the uvicorn server a bare close, status 0)."""
     with _unix() as s:
         s.connect(target.sock_path)
         s.sendall(b"POST /v1/search HTTP/1.1\r\nHost: llmc\r\n")
@@ -341,10 +342,10 @@ def _slow_loris(target: Target, rng: random.Random, started: float) -> tuple[int
 
 
 def _trickle(target: Target, rng: random.Random, started: float) -> tuple[int, str]:
-    """One byte a second: each byte comes well inside the read timeout, but the request
-    never completes. The server's deadline for a whole request (10 s) closes it: status 0.
-    Observed, not judged (the short test must not hang on a time): -2 says it was still
-    held when the client stopped after ``TRICKLE_S``."""
+    """One byte a second: each byte comes well inside any read timeout, but the request
+    never completes. The server's deadline for a whole request (10 s) answers 408 and
+    closes it (0: closed without an answer). Observed, not judged (the short test must not
+    hang on a time): -2 says it was still held when the client stopped after ``TRICKLE_S``."""
     data = b"POST /v1/search HTTP/1.1\r\nHost: llmc\r\nX-Pad: " + b"a" * 64
     with _unix() as s:
         s.connect(target.sock_path)

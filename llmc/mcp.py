@@ -17,9 +17,11 @@ The SDK (pydantic, anyio, starlette) is imported only when ``llmc mcp`` runs.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -131,10 +133,21 @@ def _render_search(out: dict[str, Any]) -> str:
 class McpServer:
     """The tools of one repository: each call through its daemon, or in-process without one."""
 
-    def __init__(self, root: Path, cfg: Config, use_daemon: bool = True):
+    def __init__(
+        self,
+        root: Path,
+        cfg: Config,
+        use_daemon: bool = True,
+        serve: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
+    ):
+        """``serve(endpoint, params)``: the daemon's own runner, when the daemon hosts these
+        tools (MCP over HTTP at ``/mcp``). ``LLMC_NO_DAEMON=1`` turns ``use_daemon`` off."""
+        from llmc.daemon.client import daemon_disabled
+
         self.root = Path(root).resolve()
         self.cfg = cfg
-        self.use_daemon = use_daemon
+        self.use_daemon = use_daemon and serve is None and not daemon_disabled()
+        self.serve = serve
         self._ctx: Any = None
 
     def _local(self) -> Any:
@@ -148,6 +161,9 @@ class McpServer:
     def _endpoint(self, endpoint: str, params: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """(answer, from_daemon)."""
         from llmc.daemon import api
+
+        if self.serve is not None:  # we are the daemon
+            return self.serve(endpoint, dict(params)), True
         from llmc.daemon.client import request
         from llmc.errors import DaemonError, DaemonUnavailable
 
@@ -201,8 +217,11 @@ class McpServer:
 
 
 # -- the SDK server ---------------------------------------------------------------------------
-def build_server(tools: McpServer) -> Server:
-    """The SDK's low-level server with ``tools``: tools/list, tools/call, empty lists."""
+def build_server(tools: McpServer, serial: bool = True) -> Server:
+    """The SDK's low-level server with ``tools``: tools/list, tools/call, empty lists.
+
+    ``serial``: one call at a time, in order (stdio: one client, in-process models). The
+    daemon passes False: its endpoints are safe to run side by side, as over REST."""
     import anyio
     import mcp_types as types
     from mcp.server.lowlevel import Server
@@ -212,7 +231,7 @@ def build_server(tools: McpServer) -> Server:
     from llmc import __version__
 
     listing = types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in TOOLS])
-    one_at_a_time = anyio.Lock()  # calls run in order, one engine call at a time, as asked
+    one_at_a_time = anyio.Lock() if serial else contextlib.nullcontext()
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return listing
@@ -241,7 +260,7 @@ def build_server(tools: McpServer) -> Server:
     async def no_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
         return types.ListPromptsResult(prompts=[])
 
-    return Server(
+    server = Server(
         "llmc",
         version=__version__,
         title=SERVER_TITLE,
@@ -253,6 +272,16 @@ def build_server(tools: McpServer) -> Server:
         on_list_resource_templates=no_templates,
         on_list_prompts=no_prompts,
     )
+    every_capability = server.get_capabilities
+
+    def tools_only(*args: Any, **kwargs: Any) -> types.ServerCapabilities:
+        """Only tools are advertised, over every transport (the empty lists are a courtesy)."""
+        return every_capability(*args, **kwargs).model_copy(
+            update={"prompts": None, "resources": None}
+        )
+
+    server.get_capabilities = tools_only  # type: ignore[method-assign]
+    return server
 
 
 def _init_options(server: Server) -> Any:

@@ -1,17 +1,18 @@
-"""Talk to a repository's daemon over its Unix socket (stdlib ``http.client`` only).
+"""Talk to a repository's daemon over its Unix socket (httpx, its Unix-socket transport).
 
 ``try_daemon`` is what `llmc search` and `llmc graph` call first: the daemon's answer when
 one runs and answers, else ``None`` (fall back to in-process work). It costs one ``stat``
-when no daemon runs, and at most ``connect_timeout`` when a dead daemon left its socket.
+when no daemon runs (httpx is imported only once a socket is there), and at most
+``connect_timeout`` when a dead daemon left its socket.
 
 No byte is sent to a socket that may be another user's: ``request`` checks the socket and
 its directory first (``pidfile.check_socket``) and, where the OS tells, the uid of the
-process that accepted the connection; either failure raises ``UnsafeSocketError``.
+process that accepted the connection (``check_peer``, run by the transport's network
+backend right after connecting); either failure raises ``UnsafeSocketError``.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import logging
 import os
@@ -27,6 +28,7 @@ from llmc.errors import DaemonError, DaemonUnavailable, LlmcError, UnsafeSocketE
 log = logging.getLogger(__name__)
 
 API_PREFIX = "/v1/"
+BASE_URL = "http://llmc"  # the host name is ignored on a Unix socket
 CONNECT_TIMEOUT_S = 0.5
 READ_TIMEOUT_S = 300.0
 NO_DAEMON_ENV = "LLMC_NO_DAEMON"
@@ -34,40 +36,12 @@ NO_DAEMON_ENV = "LLMC_NO_DAEMON"
 USER_ERRORS = (400, 413, 422)
 
 
-class UnixHTTPConnection(http.client.HTTPConnection):
-    """HTTP over a Unix socket: connect within ``connect_timeout``, then read patiently."""
-
-    def __init__(self, path: Path | str, connect_timeout: float, timeout: float):
-        super().__init__("localhost", timeout=timeout)
-        self.unix_path = str(path)
-        self.connect_timeout = connect_timeout
-
-    def connect(self) -> None:
-        deadline = time.monotonic() + self.connect_timeout
-        while True:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(self.connect_timeout)
-            try:
-                sock.connect(self.unix_path)
-                break
-            except BlockingIOError:  # the listen backlog is full: a busy daemon, not a dead one
-                sock.close()
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.01)
-            except OSError:
-                sock.close()
-                raise
-        try:
-            check_peer(sock, self.unix_path)
-        except UnsafeSocketError:
-            sock.close()
-            raise
-        sock.settimeout(self.timeout)
-        self.sock = sock
+def daemon_disabled() -> bool:
+    """True when ``LLMC_NO_DAEMON`` says to work in-process."""
+    return os.environ.get(NO_DAEMON_ENV, "").lower() in ("1", "true", "yes")
 
 
-def check_peer(sock: socket.socket, path: str) -> None:
+def check_peer(sock: Any, path: str) -> None:
     """Raise UnsafeSocketError unless the process listening on ``sock`` runs as us.
 
     Linux tells with ``SO_PEERCRED``; elsewhere the file checks of ``check_socket`` stand
@@ -83,6 +57,58 @@ def check_peer(sock: socket.socket, path: str) -> None:
             f"refusing to use the daemon socket {path}: the process serving it runs as uid "
             f"{uid}, not {os.geteuid()}; another user could intercept or answer llmc's queries"
         )
+
+
+def _peer_checked_backend(connect_timeout: float) -> Any:
+    """httpcore's sync network backend, checking the peer of every Unix socket it opens.
+
+    A full listen backlog (EAGAIN: a busy daemon, not a dead one) is retried until
+    ``connect_timeout``; a refused connection fails at once.
+    """
+    import httpcore
+
+    class PeerCheckedBackend(httpcore.SyncBackend):
+        def connect_unix_socket(self, path, timeout=None, socket_options=None):  # type: ignore[no-untyped-def]
+            deadline = time.monotonic() + connect_timeout
+            while True:
+                try:
+                    stream = super().connect_unix_socket(path, timeout, socket_options)
+                    break
+                except httpcore.ConnectError as e:
+                    if not isinstance(e.__cause__, BlockingIOError) or time.monotonic() >= deadline:
+                        raise
+                    time.sleep(0.01)
+            try:
+                check_peer(stream.get_extra_info("socket"), path)
+            except BaseException:
+                stream.close()  # before one byte was sent
+                raise
+            return stream
+
+    return PeerCheckedBackend()
+
+
+def unix_client(
+    path: Path | str, connect_timeout: float = CONNECT_TIMEOUT_S, timeout: float = READ_TIMEOUT_S
+) -> Any:
+    """An ``httpx.Client`` for the daemon on ``path`` (base URL ``http://llmc``).
+
+    Connections are peer-checked (``check_peer``); the caller checks the socket file first
+    (``pidfile.check_socket``). No proxy or certificate store is consulted.
+    """
+    import httpx
+
+    transport = httpx.HTTPTransport(uds=str(path), verify=False, trust_env=False)
+    pool = transport._pool  # the one place httpx lets a network backend in
+    if not hasattr(pool, "_network_backend"):  # never connect unchecked on another httpcore
+        raise LlmcError("this httpcore version hides its network backend; cannot check peers")
+    pool._network_backend = _peer_checked_backend(connect_timeout)
+    return httpx.Client(
+        transport=transport,
+        base_url=BASE_URL,
+        timeout=httpx.Timeout(timeout, connect=connect_timeout),
+        trust_env=False,
+    )
 
 
 def request(
@@ -105,19 +131,19 @@ def request(
         raise DaemonUnavailable(f"no daemon socket at {path}") from None
     except OSError as e:
         raise DaemonUnavailable(f"cannot inspect the daemon socket {path}: {e}") from None
+    import httpx
+
     method = method or ("GET" if payload is None else "POST")
     body = None if payload is None else json.dumps(payload).encode("utf-8")
     headers = {"Content-Type": "application/json"} if body is not None else {}
-    conn = UnixHTTPConnection(path, connect_timeout, timeout)
     try:
-        conn.request(method, API_PREFIX + endpoint.strip("/"), body=body, headers=headers)
-        resp = conn.getresponse()
-        raw = resp.read()
-        status = resp.status
-    except (OSError, http.client.HTTPException) as e:
+        with unix_client(path, connect_timeout, timeout) as client:
+            resp = client.request(
+                method, API_PREFIX + endpoint.strip("/"), content=body, headers=headers
+            )
+            raw, status = resp.content, resp.status_code
+    except (OSError, httpx.HTTPError) as e:
         raise DaemonUnavailable(f"daemon at {path} did not answer: {e}") from None
-    finally:
-        conn.close()
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
@@ -148,7 +174,7 @@ def try_daemon(
     shared directory cannot take `llmc search` away from its user; the warning still says
     that something is wrong and where. Commands that manage the daemon raise instead.
     """
-    if os.environ.get(NO_DAEMON_ENV, "").lower() in ("1", "true", "yes"):
+    if daemon_disabled():
         return None
     if payload is not None and cfg is not None and "config" not in payload:
         from llmc.daemon.engine import client_config
@@ -192,7 +218,9 @@ def health(root: Path, timeout: float = CONNECT_TIMEOUT_S) -> dict[str, Any] | N
 
 __all__ = [
     "check_peer",
+    "daemon_disabled",
     "health",
     "request",
     "try_daemon",
+    "unix_client",
 ]

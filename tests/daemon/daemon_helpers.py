@@ -212,3 +212,29 @@ def start_daemon(root: Path, env: dict[str, str], *args: str) -> DaemonHandle:
 
     wait_for(ready, READY_TIMEOUT_S, "the daemon to index and load its models", interval=0.2)
     return handle
+
+
+# -- the daemon's connection protocol on a bare uvicorn (no daemon, no models) ----------------
+async def echo_app(scope, receive, send) -> None:
+    """A tiny ASGI app: answers with the body it read (or says it saw a disconnect)."""
+    if scope["type"] == "lifespan":
+        while (await receive())["type"] != "lifespan.shutdown":
+            await send({"type": "lifespan.startup.complete"})
+        await send({"type": "lifespan.shutdown.complete"})
+        return
+    body, more = b"", True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            SEEN.append("disconnect")
+            return
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+    SEEN.append(body)
+    data = json.dumps({"echo": body.decode()}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
+
+
+SEEN: list = []

@@ -95,34 +95,60 @@ def test_per_request_config_matches_the_client(shared_daemon):
 
 
 BAD_REQUESTS = [
-    # (raw request, status, error code)
-    (b"POST /v1/search HTTP/1.1\r\nContent-Length: 9\r\n\r\n{not json", 400, "bad_json"),
-    (b"POST /v1/search HTTP/1.1\r\nContent-Length: 2\r\n\r\n[]", 400, "bad_json"),
-    (b"POST /v1/search HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}", 400, "bad_request"),
-    (b'POST /v1/search HTTP/1.1\r\nContent-Length: 14\r\n\r\n{"query": 12 }', 400, "bad_request"),
+    # (raw request, status, error code); every HTTP/1.1 request names its Host
     (
-        b'POST /v1/search HTTP/1.1\r\nContent-Length: 25\r\n\r\n{"query": "x", "k": -3  }',
+        b"POST /v1/search HTTP/1.1\r\nHost: llmc\r\nContent-Length: 9\r\n\r\n{not json",
+        400,
+        "bad_json",
+    ),
+    (b"POST /v1/search HTTP/1.1\r\nHost: llmc\r\nContent-Length: 2\r\n\r\n[]", 400, "bad_json"),
+    (b"POST /v1/search HTTP/1.1\r\nHost: llmc\r\nContent-Length: 2\r\n\r\n{}", 400, "bad_request"),
+    (
+        b'POST /v1/search HTTP/1.1\r\nHost: llmc\r\nContent-Length: 14\r\n\r\n{"query": 12 }',
         400,
         "bad_request",
     ),
     (
-        b'POST /v1/search HTTP/1.1\r\nContent-Length: 27\r\n\r\n{"query": "x", "bogus": 1 }',
+        b'POST /v1/search HTTP/1.1\r\nHost: llmc\r\nContent-Length: 25\r\n\r\n{"query": "x", "k": -3  }',
         400,
         "bad_request",
     ),
-    (b"POST /v1/search HTTP/1.1\r\nContent-Length: 4\r\n\r\n\xff\xfe\x00x", 400, "bad_json"),
-    (b"GET /v1/nope HTTP/1.1\r\n\r\n", 404, "not_found"),
-    (b"GET /index.html HTTP/1.1\r\n\r\n", 404, "not_found"),
-    (b"DELETE /v1/search HTTP/1.1\r\n\r\n", 405, "method_not_allowed"),
-    (b"GET /v1/reindex HTTP/1.1\r\n\r\n", 405, "method_not_allowed"),
-    (b"POST /v1/search HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n", 413, "too_large"),
-    (b"POST /v1/search HTTP/1.1\r\nContent-Length: abc\r\n\r\n", 400, "bad_request"),
-    (b"POST /v1/search HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 411, None),
-    (b"HELLO\r\n\r\n", 400, None),
-    (b"GET /v1/health HTTP/9.9\r\n\r\n", 505, None),
-    (b"POST /v1/graph/deps HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}", 400, "bad_request"),
     (
-        b'POST /v1/reindex HTTP/1.1\r\nContent-Length: 22\r\n\r\n{"paths": ["../etc" ]}',
+        b'POST /v1/search HTTP/1.1\r\nHost: llmc\r\nContent-Length: 27\r\n\r\n{"query": "x", "bogus": 1 }',
+        400,
+        "bad_request",
+    ),
+    (
+        b"POST /v1/search HTTP/1.1\r\nHost: llmc\r\nContent-Length: 4\r\n\r\n\xff\xfe\x00x",
+        400,
+        "bad_json",
+    ),
+    (b"GET /v1/nope HTTP/1.1\r\nHost: llmc\r\n\r\n", 404, "not_found"),
+    (b"GET /index.html HTTP/1.1\r\nHost: llmc\r\n\r\n", 404, "not_found"),
+    (b"DELETE /v1/search HTTP/1.1\r\nHost: llmc\r\n\r\n", 405, "method_not_allowed"),
+    (b"GET /v1/reindex HTTP/1.1\r\nHost: llmc\r\n\r\n", 405, "method_not_allowed"),
+    (
+        b"POST /v1/search HTTP/1.1\r\nHost: llmc\r\nContent-Length: 99999999999\r\n\r\n",
+        413,
+        "too_large",
+    ),
+    (b"POST /v1/search HTTP/1.1\r\nHost: llmc\r\nContent-Length: abc\r\n\r\n", 400, "bad_request"),
+    (
+        b"POST /v1/search HTTP/1.1\r\nHost: llmc\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        411,
+        None,
+    ),
+    (b"HELLO\r\n\r\n", 400, "bad_request"),
+    # HTTP/1.1 requires Host (RFC 9112 3.2); h11 enforces it, the answer is still JSON.
+    (b"GET /v1/health HTTP/1.1\r\n\r\n", 400, "bad_request"),
+    (b"GET /v1/health HTTP/9.9\r\nHost: llmc\r\n\r\n", 505, None),
+    (
+        b"POST /v1/graph/deps HTTP/1.1\r\nHost: llmc\r\nContent-Length: 2\r\n\r\n{}",
+        400,
+        "bad_request",
+    ),
+    (
+        b'POST /v1/reindex HTTP/1.1\r\nHost: llmc\r\nContent-Length: 22\r\n\r\n{"paths": ["../etc" ]}',
         400,
         "bad_request",
     ),
@@ -141,7 +167,7 @@ def test_bad_requests_get_4xx_and_the_daemon_keeps_serving(shared_daemon, raw, s
 
 def test_oversized_body_is_refused_unread(shared_daemon):
     big = b'{"query": "' + b"a" * (2 * 1024 * 1024) + b'"}'
-    head = f"POST /v1/search HTTP/1.1\r\nContent-Length: {len(big)}\r\n\r\n".encode()
+    head = f"POST /v1/search HTTP/1.1\r\nHost: llmc\r\nContent-Length: {len(big)}\r\n\r\n".encode()
     status, body = raw_http(shared_daemon.sock, head + big[:1000])
     assert status == 413 and "limit" in body["error"]["message"]
     assert shared_daemon.call("health")["ok"]
@@ -153,7 +179,8 @@ def test_a_silent_client_does_not_block_others(shared_daemon):
     body = json.dumps({"query": "Router", "k": 1}).encode()
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as idle:
         idle.connect(str(shared_daemon.sock))
-        idle.sendall(f"POST /v1/search HTTP/1.1\r\nContent-Length: {len(body)}\r\n\r\n".encode())
+        head = f"POST /v1/search HTTP/1.1\r\nHost: llmc\r\nContent-Length: {len(body)}\r\n\r\n"
+        idle.sendall(head.encode())
         idle.sendall(body[:1])  # and stalls
         assert returns(lambda: shared_daemon.search("Router"), "a search")["results"]
         idle.setblocking(False)
@@ -315,23 +342,50 @@ def test_watcher_picks_up_edits_deletes_and_directory_renames(shared_daemon):
     assert found("Installation guide", "docs/guide.md")
 
 
-def test_keep_alive_and_no_request_smuggled_in_an_unread_body(shared_daemon):
-    from llmc.daemon.client import UnixHTTPConnection
+def _answers(sock: socket.socket, n: int) -> list[tuple[bytes, dict]]:
+    """Read ``n`` whole responses (status line, JSON body) from one connection."""
+    buf, out = b"", []
+    while len(out) < n:
+        while b"\r\n\r\n" not in buf:
+            chunk = sock.recv(65536)
+            assert chunk, f"closed after {len(out)} answers"
+            buf += chunk
+        head, _, buf = buf.partition(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":", 1)[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        while len(buf) < length:
+            chunk = sock.recv(65536)
+            assert chunk, "closed mid-answer"
+            buf += chunk
+        out.append((head.split(b"\r\n", 1)[0], json.loads(buf[:length])))
+        buf = buf[length:]
+    return out
 
-    conn = UnixHTTPConnection(shared_daemon.sock, 2.0, 30.0)
-    try:
-        for _ in range(3):  # one connection, several requests
-            conn.request("GET", "/v1/health")
-            resp = conn.getresponse()
-            assert resp.status == 200 and json.loads(resp.read())["ok"]
-    finally:
-        conn.close()
-    smuggled = b"POST /v1/shutdown HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
-    head = f"POST /v1/nope HTTP/1.1\r\nContent-Length: {len(smuggled)}\r\n\r\n".encode()
+
+def test_keep_alive_and_no_request_smuggled_in_an_unread_body(shared_daemon):
+    from llmc.daemon.client import unix_client
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:  # one connection, 3 requests
+        s.settimeout(HANG_S)
+        s.connect(str(shared_daemon.sock))
+        for _ in range(3):
+            s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: llmc\r\n\r\n")
+            ((line, body),) = _answers(s, 1)
+            assert b" 200 " in line and body["ok"]
+        # Pipelined: both sent at once, answered in order.
+        s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: llmc\r\n\r\n" * 2)
+        assert [b" 200 " in line for line, _ in _answers(s, 2)] == [True, True]
+    with unix_client(shared_daemon.sock, 2.0, 30.0) as client:  # httpx keeps it alive too
+        assert all(client.get("/v1/health").json()["ok"] for _ in range(3))
+    smuggled = b"POST /v1/shutdown HTTP/1.1\r\nHost: llmc\r\nContent-Length: 0\r\n\r\n"
+    head = f"POST /v1/nope HTTP/1.1\r\nHost: llmc\r\nContent-Length: {len(smuggled)}\r\n\r\n"
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(HANG_S)
         s.connect(str(shared_daemon.sock))
-        s.sendall(head + smuggled)
+        s.sendall(head.encode() + smuggled)
         s.shutdown(socket.SHUT_WR)
         raw = b""
         with contextlib.suppress(ConnectionResetError):

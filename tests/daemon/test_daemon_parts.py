@@ -1,14 +1,19 @@
 """The daemon's parts without a daemon: watcher batching and filtering, the reindex queue,
-the shared-model embedder wrapper. Real watchdog and git; no models."""
+the shared-model embedder wrapper, the connection protocol on a real uvicorn. Real
+watchdog and git; no models."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import socket
 import threading
 import time
 
 import numpy as np
 import pytest
-from daemon_helpers import git, make_git_repo, wait_for
+from daemon_helpers import SEEN, git, make_git_repo, wait_for
+from waiting import HANG_S
 
 from llmc.config import Config, load_config
 from llmc.daemon.engine import LockedEmbedder, Reindexer
@@ -176,57 +181,115 @@ def test_locked_embedder_chunks_under_the_lock_and_keeps_order():
     assert wrapped.embed_passages([]).shape == (0, 2)
 
 
-def _trickle(sock, data: bytes, every_s: float) -> None:
-    """Send ``data`` a byte at a time, then close (a slow-loris client)."""
+# -- the connection protocol (llmc/daemon/protocol.py) on a real uvicorn, short deadline ----------
+
+
+def _connect(path) -> socket.socket:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(HANG_S)  # a hang guard, never the thing tested
+    s.connect(str(path))
+    return s
+
+
+def _read_all(s: socket.socket) -> bytes:
+    out = b""
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := s.recv(65536):
+            out += chunk
+    return out
+
+
+def _trickle(s: socket.socket, data: bytes, every_s: float, stop: threading.Event) -> None:
+    """Send ``data`` a byte at a time (a slow-loris client) until the server cuts us off."""
     try:
         for b in data:
-            sock.sendall(bytes([b]))
+            if stop.is_set():
+                return
+            s.sendall(bytes([b]))
             time.sleep(every_s)
     except OSError:
-        pass  # the reader gave up and closed: that is the point
-    finally:
-        sock.close()
+        pass  # the server gave up and closed: that is the point
 
 
 @pytest.mark.parametrize("how", ["line", "body"])
-def test_a_trickling_client_cannot_outlast_the_request_deadline(how):
-    """Each byte comes well within the per-read timeout, but the request as a whole does
-    not arrive by its deadline: the reader gives up (without the deadline it would read
-    the whole trickle and return)."""
-    import socket
+def test_a_trickling_client_cannot_outlast_the_request_deadline(tiny_server, how):
+    """Each byte comes well within any per-read timeout, and the request is never complete,
+    so only the deadline for the whole request can answer it (without one, nothing would
+    come until the hang guard fails the test): 408, then the close. The app waiting for the
+    body sees a disconnect."""
+    path, statuses = tiny_server
+    head, data = b"", b"POST /" + b"x" * 600
+    if how == "body":  # the head at once, then the body trickles
+        head, data = b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 600\r\n\r\n", b"y" * 600
+    stop = threading.Event()
+    with _connect(path) as s:
+        s.sendall(head)
+        writer = threading.Thread(target=_trickle, args=(s, data, 0.05, stop), daemon=True)
+        writer.start()
+        try:
+            raw = _read_all(s)
+        finally:
+            stop.set()
+            writer.join(HANG_S)
+    head = raw.split(b"\r\n", 1)[0]
+    assert b" 408 " in head, raw
+    assert json.loads(raw.partition(b"\r\n\r\n")[2])["error"]["code"] == "timeout"
+    assert statuses == [408]
+    if how == "body":
+        wait_for(lambda: SEEN == ["disconnect"], 30, "the app to see the disconnect")
 
-    from llmc.daemon.server import DeadlineReader
 
-    server, client = socket.socketpair()
-    writer = threading.Thread(target=_trickle, args=(client, b"x" * 60, 0.1), daemon=True)
-    writer.start()
-    reader = DeadlineReader(server.makefile("rb"), server)
-    reader.start(0.5)
-    try:
-        with pytest.raises(TimeoutError):
-            reader.readline(65537) if how == "line" else reader.read(60)
-    finally:
-        reader.stop()
-        server.close()
-        writer.join(30)
+def test_a_request_within_its_deadline_is_answered_and_the_next_one_too(tiny_server):
+    """The deadline is per request: after an answer it starts again for the next one, and
+    an idle keep-alive connection is closed at it without a word."""
+    path, _ = tiny_server
+    with _connect(path) as s:
+        for body in (b"body", b"again"):
+            s.sendall(
+                b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
+            got = b""
+            while not got.endswith(b"}"):
+                got += s.recv(65536)
+            assert b" 200 " in got.split(b"\r\n", 1)[0]
+            assert json.loads(got.partition(b"\r\n\r\n")[2]) == {"echo": body.decode()}
+        assert _read_all(s) == b""  # idle past the deadline: closed, no unasked-for 408
+    assert SEEN == [b"body", b"again"]
 
 
-def test_a_request_within_its_deadline_is_read_whole():
-    import socket
+def test_a_silent_client_is_closed_without_an_answer(tiny_server):
+    path, statuses = tiny_server
+    with _connect(path) as s:
+        assert _read_all(s) == b""
+    assert statuses == []
 
-    from llmc.daemon.server import DeadlineReader
 
-    server, client = socket.socketpair()
-    client.sendall(b"GET /v1/health HTTP/1.1\r\nContent-Length: 4\r\n\r\nbody")
-    reader = DeadlineReader(server.makefile("rb"), server)
-    reader.start(60)
-    try:
-        assert reader.readline(65537) == b"GET /v1/health HTTP/1.1\r\n"
-        assert reader.readline(10) == b"Content-Le"  # a limit cuts the line, as io does
-        assert reader.readline() == b"ngth: 4\r\n"
-        assert reader.readline() == b"\r\n"
-        assert reader.read(4) == b"body"
-    finally:
-        reader.stop()
-        server.close()
-        client.close()
+def test_a_malformed_request_gets_json(tiny_server):
+    path, statuses = tiny_server
+    with _connect(path) as s:
+        s.sendall(b"HELLO\r\n\r\n")
+        raw = _read_all(s)
+    assert b" 400 " in raw.split(b"\r\n", 1)[0]
+    assert json.loads(raw.partition(b"\r\n\r\n")[2])["error"]["code"] == "bad_request"
+    assert statuses == [400]
+
+
+def test_connections_beyond_the_limit_get_503(serve):
+    path, _ = serve(deadline_s=HANG_S, max_connections=2)
+    with _connect(path) as a, _connect(path) as b:  # two idle connections fill the limit
+        with _connect(path) as c:  # accepted after them (the backlog is in order)
+            raw = _read_all(c)
+        for s in (a, b):  # and they are still served
+            s.sendall(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nok")
+            assert b" 200 " in s.recv(65536).split(b"\r\n", 1)[0]
+    assert b" 503 " in raw.split(b"\r\n", 1)[0], raw
+    assert json.loads(raw.partition(b"\r\n\r\n")[2])["error"]["code"] == "busy"
+
+
+def test_a_half_closed_client_still_gets_its_answer(tiny_server):
+    path, _ = tiny_server
+    with _connect(path) as s:
+        s.sendall(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi")
+        s.shutdown(socket.SHUT_WR)
+        raw = _read_all(s)
+    assert raw.count(b"HTTP/1.1 200") == 1 and raw.endswith(b'{"echo": "hi"}')

@@ -269,3 +269,48 @@ def test_daemon_in_llmc_dir_answers(tmp_path, daemon_env):
         assert health(root)["ok"]
     finally:
         stop_daemon(root, daemon_env)
+
+
+CONNECTOR = """
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(60)
+s.connect(sys.argv[1])
+try:
+    s.sendall(b"GET / HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 2\\r\\n\\r\\nhi")
+    got = s.recv(65536)
+except OSError:
+    got = b""
+print(len(got), flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(socket, "SO_PEERCRED"), reason="peer credentials: Linux only")
+def test_daemon_drops_a_connection_from_another_uid(serve):
+    """The server side of the same check: a process of another uid that reaches the socket
+    (here it is opened to everyone on purpose) is dropped before a byte is read or written;
+    our own connections are served."""
+    from daemon_helpers import SEEN
+
+    exe = _python_for(NOBODY)
+    if exe is None:
+        pytest.skip("no Python interpreter that uid 65534 may run")
+    base = Path(tempfile.mkdtemp(prefix="llmc-peer-"))
+    try:
+        base.chmod(0o755)
+        path, _ = serve(deadline_s=60.0, directory=base)
+        path.chmod(0o777)
+        out = subprocess.run(
+            [exe, "-c", CONNECTOR, str(path)], user=NOBODY, group=NOBODY, capture_output=True,
+            text=True, timeout=120,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "0"  # connected, then dropped: no answer
+        assert SEEN == []  # and the app never saw its request
+        mine = subprocess.run(
+            [sys.executable, "-c", CONNECTOR, str(path)], capture_output=True, text=True,
+            timeout=120,
+        )  # fmt: skip
+        assert int(mine.stdout.strip()) > 0 and SEEN == [b"hi"]
+    finally:
+        subprocess.run(["rm", "-rf", str(base)], check=False, timeout=60)
