@@ -117,7 +117,7 @@ def finetune_reranker(
     from llmc.errors import LearnError, ModelError
     from llmc.models.device import pick_device
     from llmc.models.reranker import resolve_model
-    from llmc.train.reranker import batches, group_loss, save_fp16
+    from llmc.train.reranker_fit import batches, group_loss, save_fp16
 
     if not groups:
         raise LearnError("no training pairs for the reranker (no docstrings, headings or labels)")
