@@ -242,8 +242,10 @@ def test_unjudged_top5_results_are_pooled_refused_then_judged(fixture_project):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert n == len(rows) == per_system["grep"] > 0
     for row in rows:
-        assert row["grade"] is None and row["systems"][0].startswith("grep@")
+        assert row["grade"] is None and "systems" not in row  # the judge is blind to systems
         assert row["text"] and row["question"] and row["project"] == "proj"
+    sources = [json.loads(line) for line in out.with_name(Q.SOURCES_NAME).read_text().splitlines()]
+    assert len(sources) == n and all(s["systems"][0].startswith("grep@") for s in sources)
     # the author's answers are never pooled
     assert not any(r["path"] == "pkg/geometry.py" and r["symbol"] == "circle_area" for r in rows)
 

@@ -8,6 +8,7 @@ Judging workflow (for anyone writing questions for a project)::
     llmc eval --protocol --task questions --check --project sqlparse
     # 2. pool: every system of the protocol answers every question; each top-5 result no
     #    label covers yet is written to <eval cache>/protocol/<name>-<version>/questions-tojudge.jsonl
+    #    (blind: which system returned what is in questions-tojudge-sources.jsonl beside it)
     llmc eval --protocol --task questions --pool --project sqlparse
     # 3. judge: open that file, read each span (its text is in the line), set "grade" 0-3
     #    (leave null to skip), then append the graded lines to the judged file:
@@ -91,6 +92,7 @@ INTENTS = ("code", "docs", "mixed")
 POOL_DEPTH = 5
 K = 10
 TOJUDGE_NAME = "questions-tojudge.jsonl"
+SOURCES_NAME = "questions-tojudge-sources.jsonl"  # which system returned what (not for judges)
 _FILE_KEYS = {"project", "version", "questions", "author", "note"}
 _QUESTION_KEYS = {"id", "text", "intent", "answers", "note"}
 _ANSWER_KEYS = {"path", "symbol", "heading", "start_line", "end_line", "grade", "note"}
@@ -649,8 +651,10 @@ def pool_project(
     progress: Any = None, base: Path = QUESTIONS_DIR, depth: int = POOL_DEPTH,
 ) -> tuple[Path, int, dict[str, int]]:  # fmt: skip
     """Run every system; write the unjudged top-``depth`` results (one line per question ×
-    span, the systems and ranks that returned it) to the project's to-judge file. Returns
-    (its path, lines written, unjudged results per system)."""
+    span, sorted by question and place, with no word of which system returned it, so the
+    judge is blind to systems) to the project's to-judge file, and which systems returned
+    each at what rank to a sidecar (``SOURCES_NAME``, for audits). Returns (the to-judge
+    file, lines written, unjudged results per system)."""
     prep = prepare(sp.project, cache_dir, fetch, progress, base)
     todo: dict[tuple[str, str, int, int], list[str]] = {}
     per_system = {}
@@ -665,13 +669,15 @@ def pool_project(
     spans = index_spans(prep.root, {key[1] for key in todo})
     out = cache_dir / "protocol" / sp.project.set_name / TOJUDGE_NAME
     out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", encoding="utf-8") as fh:
+    with out.open("w", encoding="utf-8") as fh, out.with_name(SOURCES_NAME).open("w") as src:
         for (qid, path, start, end), hits in sorted(todo.items()):
             name, text = _span_info(prep.root, spans, path, start, end)
             row = {"project": sp.project.name, "id": qid, "question": text_of[qid], "path": path,
                    "start_line": start, "end_line": end, "symbol": name, "grade": None,
-                   "systems": hits, "text": text}  # fmt: skip
+                   "text": text}  # fmt: skip
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            where = {"id": qid, "path": path, "start_line": start, "end_line": end}
+            src.write(json.dumps({**where, "systems": hits}) + "\n")
     log.info("%s: %d results to judge -> %s", sp.project.set_name, len(todo), out)
     return out, len(todo), per_system
 
