@@ -419,19 +419,4 @@ def _ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-__all__ = [
-    "PROMPT_VERSION",
-    "Gate",
-    "HydeReport",
-    "HydeStage",
-    "Hypothesis",
-    "Outcome",
-    "ThresholdStep",
-    "check",
-    "clean",
-    "garbage",
-    "gate",
-    "plan",
-    "step_down",
-    "thresholds",
-]
+__all__ = ["HydeReport", "HydeStage", "Hypothesis", "ThresholdStep"]
