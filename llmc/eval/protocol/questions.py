@@ -787,11 +787,14 @@ def _cache(cache_dir: Path | None) -> Path:
 def pool(
     split: str = "test", projects: Sequence[str] = (), systems: Sequence[str] | None = None, *,
     cache_dir: Path | None = None, fetch: Any = None, searcher_factory: Any = None,
-    progress: Any = None, base: Path = QUESTIONS_DIR,
+    progress: Any = None, base: Path = QUESTIONS_DIR, depth: int = POOL_DEPTH,
 ) -> dict[str, tuple[Path, int, dict[str, int]]]:  # fmt: skip
     """``llmc eval --protocol --task questions --pool``: pool every project with questions
-    (every system of ``run.SYSTEMS`` by default). Returns, per project, its to-judge file,
-    the lines written and the unjudged top-5 results of each system."""
+    (every system of ``run.SYSTEMS`` by default) to ``depth`` (5; up to k = 10 to judge
+    every result the metrics see). Returns, per project, its to-judge file, the lines
+    written and the unjudged top-``depth`` results of each system."""
+    if not 1 <= depth <= K:
+        raise EvalError(f"pool depth must be within 1..{K}, got {depth}")
     from llmc.eval.projects import fetch_project
 
     chosen, names, _skipped = _resolve(split, projects, systems, base)
@@ -804,6 +807,7 @@ def pool(
             searcher_factory=searcher_factory,
             progress=progress,
             base=base,
+            depth=depth,
         )  # fmt: skip
         for sp in chosen
     }
@@ -890,14 +894,16 @@ def _main(argv: Sequence[str]) -> int:
         sp = sub.add_parser(name, help=f"{name} the projects with questions")
         sp.add_argument("--project", action="append", default=[])
         sp.add_argument("--split", default="test")
+        if name == "pool":
+            sp.add_argument("--depth", type=int, default=POOL_DEPTH, help="results per system")
     args = parser.parse_args(argv)
     try:
         if args.cmd == "merge":
             for project, n in merge(args.tojudge, args.judge).items():
                 print(f"{project}: {n} judgment(s) added to {judged_path(project)}")
         elif args.cmd == "pool":
-            for project, (path, n, per) in pool(args.split, args.project).items():
-                print(f"{project}: {n} to judge -> {path} (unjudged top-5 per system: {per})")
+            for project, (path, n, per) in pool(args.split, args.project, depth=args.depth).items():
+                print(f"{project}: {n} to judge -> {path} (unjudged top-{args.depth}: {per})")
         elif args.cmd == "check":
             for project, line in check(args.split, args.project).items():
                 print(f"{project}: {line}")
