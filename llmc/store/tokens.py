@@ -8,6 +8,7 @@ punctuation ever reaches a query parser.
 
 from __future__ import annotations
 
+import functools
 import re
 
 _WORD = re.compile(r"[^\W_][\w]*|_+[^\W_]\w*", re.UNICODE)
@@ -31,21 +32,25 @@ def split_identifier(word: str) -> list[str]:
 
 def code_tokens(text: str) -> list[str]:
     """Tokens of ``text``: every identifier, its parts, and dotted/path names whole."""
-    out: list[str] = []
-    for m in _DOTTED.finditer(text):
-        whole = m.group(0).lower()
-        if len(whole) <= MAX_TOKEN_LEN:
-            out.append(whole)
-    for m in _WORD.finditer(text):
-        word = m.group(0)
-        low = word.lower().strip("_")
-        if not low or len(low) > MAX_TOKEN_LEN:
-            continue
-        out.append(low)
-        parts = split_identifier(word)
-        if len(parts) > 1 or (parts and parts[0] != low):
-            out.extend(p for p in parts if p != low)
+    out = [w.lower() for w in _DOTTED.findall(text) if len(w) <= MAX_TOKEN_LEN]
+    word = _word_tokens
+    for w in _WORD.findall(text):
+        out.extend(word(w))
     return out
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _word_tokens(word: str) -> tuple[str, ...]:
+    """One word's tokens: itself, lowercased, then its parts. Identifiers repeat a lot in
+    code, so this is memoised: indexing a large repository spends most of its lexical
+    time here otherwise."""
+    low = word.lower().strip("_")
+    if not low or len(low) > MAX_TOKEN_LEN:
+        return ()
+    parts = split_identifier(word)
+    if len(parts) > 1 or (parts and parts[0] != low):
+        return (low, *(p for p in parts if p != low))
+    return (low,)
 
 
 def token_string(text: str) -> str:

@@ -1,0 +1,30 @@
+"""Code-aware BM25 tokens (llmc/store/tokens.py), with hand-written expectations."""
+
+from __future__ import annotations
+
+from llmc.store.tokens import code_tokens, split_identifier, token_string
+
+
+def test_identifiers_yield_themselves_and_their_parts():
+    assert code_tokens("parse_query parseQuery parse.query HTTPServer_v2 __init__ x") == [
+        "parse.query",
+        "parse_query", "parse", "query",
+        "parsequery", "parse", "query",
+        "parse", "query",
+        "httpserver_v2", "http", "server", "v", "2",
+        "init",
+        "x",
+    ]  # fmt: skip
+
+
+def test_paths_and_non_ascii_words():
+    assert code_tokens("a/b/c.py Ünïcode_wörd") == [
+        "a/b/c.py", "a", "b", "c", "py", "ünïcode_wörd", "ünïcode", "wörd"
+    ]  # fmt: skip
+    assert split_identifier("HTTPServer_v2") == ["http", "server", "v", "2"]
+
+
+def test_over_long_tokens_are_dropped_and_repeats_stay_repeated():
+    long = "x" * 61
+    assert code_tokens(f"{long} ok {long}.y ok") == ["ok", "y", "ok"]
+    assert token_string("fooBar fooBar") == "foobar foo bar foobar foo bar"
