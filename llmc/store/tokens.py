@@ -13,6 +13,7 @@ import re
 
 _WORD = re.compile(r"[^\W_][\w]*|_+[^\W_]\w*", re.UNICODE)
 _DOTTED = re.compile(r"[A-Za-z_][\w]*(?:[./:\\-][A-Za-z_][\w]*)+")
+_RUN = re.compile(r"[\w./:\\-]+", re.UNICODE)  # holds every _WORD and _DOTTED match
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 MAX_TOKEN_LEN = 60
 
@@ -31,12 +32,36 @@ def split_identifier(word: str) -> list[str]:
 
 
 def code_tokens(text: str) -> list[str]:
-    """Tokens of ``text``: every identifier, its parts, and dotted/path names whole."""
-    out = [w.lower() for w in _DOTTED.findall(text) if len(w) <= MAX_TOKEN_LEN]
-    word = _word_tokens
-    for w in _WORD.findall(text):
-        out.extend(word(w))
-    return out
+    """Tokens of ``text``: every identifier, its parts, and dotted/path names whole.
+
+    Dotted names come first, then words, each in text order. Both lie inside runs of word
+    characters and ``./:\\-`` (``_RUN``), and such runs repeat a lot in code, so each run's
+    tokens are memoised: indexing a large repository spends most of its lexical time here.
+    """
+    dotted: list[str] = []
+    words: list[str] = []
+    run = _run_tokens
+    for r in _RUN.findall(text):
+        d, w = run(r)
+        if d:
+            dotted.extend(d)
+        words.extend(w)
+    dotted.extend(words)
+    return dotted
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _run_tokens(run: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(dotted names, word tokens) of one run of name characters."""
+    dotted = (
+        tuple(d.lower() for d in _DOTTED.findall(run) if len(d) <= MAX_TOKEN_LEN)
+        if len(run) > 2
+        else ()
+    )
+    words: list[str] = []
+    for w in _WORD.findall(run):
+        words.extend(_word_tokens(w))
+    return dotted, tuple(words)
 
 
 @functools.lru_cache(maxsize=1 << 17)
