@@ -414,4 +414,70 @@ def train_reranker_cmd(
     click.echo(json.dumps(summary(job, run(job)), indent=2))
 
 
+@train_group.command("embedder")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Directory to write (the shipped one is llmc/models/code_embedder).")  # fmt: skip
+@click.option("--grid", default="1e-4:3", show_default=True,
+              help="Candidates as lr:epochs, comma-separated; the best on validation wins.")  # fmt: skip
+@click.option("--batch-size", type=int, default=128, show_default=True)
+@click.option("--data", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Reuse mined data (pairs.jsonl, val-*.jsonl) instead of mining.")  # fmt: skip
+@click.option("--mine-only", is_flag=True, help="Mine the data into OUT/data and stop.")
+@click.option("-v", "--verbose", is_flag=True)
+def train_embedder_cmd(
+    out: Path, grid: str, batch_size: int, data: Path | None, mine_only: bool, verbose: bool
+) -> None:
+    """Fine-tune all-MiniLM-L6-v2 for code search on the train projects; keep it only if it
+    beats the base on the validation projects. Prints the report as JSON."""
+    import json
+    import shlex
+
+    from llmc.train.embedder_job import EmbedderJob, run_job
+
+    setup_logging(2 if verbose else 1, fmt="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    argv = sys.argv[sys.argv.index("embedder") + 1 :] if "embedder" in sys.argv else []
+    command = shlex.join(["llmc", "train", "embedder", *argv])
+    report = run_job(EmbedderJob(out, grid, batch_size, data, mine_only, command))
+    click.echo(json.dumps({k: v for k, v in report.items() if k != "projects"}, indent=2))
+
+
+@train_group.command("ranker")
+@click.option("--projects", multiple=True, metavar="NAME",
+              help="Train projects, repeatable or comma-separated (default: every pinned one).")  # fmt: skip
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Model directory to write (default: the shipped llmc/models/ranker).")  # fmt: skip
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where archives, corpora and features are kept (default: $XDG_CACHE_HOME/llmc/train).")  # fmt: skip
+@click.option("--max-queries", type=int, default=60, help="Docstring queries per project.")
+@click.option("--max-doc-queries", type=int, default=15, help="Section-title queries per train project.")
+@click.option("--seed", type=int, default=0)
+@click.option("--threads", type=int, default=2, help="LightGBM threads.")
+@click.option("--ablate", is_flag=True, help="Also fit without each feature group (validation).")
+@click.option("-v", "--verbose", is_flag=True)
+def train_ranker_cmd(
+    projects: tuple[str, ...], out: Path | None, cache_dir: Path | None, max_queries: int,
+    max_doc_queries: int, seed: int, threads: int, ablate: bool, verbose: bool,
+) -> None:  # fmt: skip
+    """Train the learned ranker (LightGBM lambdarank) on pools mined from the pinned train
+    projects, choose it on the protocol's validation projects; print its report as JSON."""
+    import json
+
+    from llmc.train.ranker import RankerJob, run
+
+    setup_logging(2 if verbose else 1, fmt="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    job = RankerJob(
+        cache_dir=cache_dir, max_queries=max_queries, max_doc_queries=max_doc_queries,
+        seed=seed, threads=threads, ablate=ablate, projects=_specs(projects),
+        command=" ".join(["llmc", "train", "ranker", *sys.argv[sys.argv.index("ranker") + 1 :]])
+        if "ranker" in sys.argv else "llmc train ranker",
+        progress=lambda line: click.echo(line, err=True),
+    )  # fmt: skip
+    if out is not None:
+        job.out = out
+    click.echo(json.dumps(run(job), indent=2))
+
+
 COMMANDS = (eval_cmd, label_cmd, tune_cmd, train_group)

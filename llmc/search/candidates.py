@@ -76,19 +76,23 @@ def route_lists(
 ) -> list[RankedList]:
     """BM25 and dense lists over ``category``'s spans (each when switched on and able)."""
     scfg = sources.cfg.search
+    pool = scfg.ranker_depth if scfg.ranker == "learned" else 0  # the learned ranker's pool
+
+    def depth(configured: int) -> int:
+        return max(configured, k, pool)
+
     out: list[RankedList] = []
     if scfg.bm25 and sources.lexical is not None:
         with trace.stage("bm25"):
             try:
-                out.append(retrieve.bm25(sources.lexical, text, category, max(scfg.bm25_depth, k)))
+                out.append(retrieve.bm25(sources.lexical, text, category, depth(scfg.bm25_depth)))
             except StoreError as e:
                 trace.warn(f"{e}: BM25 skipped")
     if scfg.dense:
         vector = sources.query_vector(text, category, trace)
         if vector is not None:
             with trace.stage("dense"):
-                depth = max(scfg.dense_depth, k)
-                out.append(retrieve.dense(sources.store, vector, category, depth))
+                out.append(retrieve.dense(sources.store, vector, category, depth(scfg.dense_depth)))
     return out
 
 

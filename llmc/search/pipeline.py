@@ -5,8 +5,11 @@
           ─▶ retrieve: BM25 + dense per route (the other route too when   candidates.py
              the favoured one finds nothing above the floor); adaptive
              HyDE when the query is vague                                 hyde.py
-          ─▶ fuse: one list per retriever, each span weighted by its      weights.py
-             route (rrf, weighted, max); pin the exact definitions first  fusion.py
+          ─▶ rank: search.ranker = learned: both routes searched, every     features.py
+             list's top ranker_depth pooled, features per candidate,      learned.py
+             the shipped trees score them (router output is features);
+             = fusion (or no model): one list per retriever, each span    weights.py
+             weighted by its route (rrf, weighted, max); pins first       fusion.py
           ─▶ graph: neighbors of the top results (search.graph)          second_stage.py
           ─▶ rerank: cross-encoder over the top k (search.rerank)
           ─▶ LLM listwise rerank of the top few, gated (search.llm_rerank)
@@ -27,9 +30,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from llmc.config import Config
-from llmc.errors import LlmcError, ModelError, StoreError
-from llmc.search import candidates, exact, fusion, results, router, second_stage, weights
+from llmc.errors import ConfigError, LlmcError, ModelError, StoreError
+from llmc.search import candidates, exact, fusion, learned, results, router, second_stage, weights
 from llmc.search.explain import build_explain, why_empty
+from llmc.search.features import Pool
 from llmc.search.query import normalize_query
 from llmc.search.sources import Sources
 from llmc.search.threads import ThreadLimiter
@@ -39,6 +43,7 @@ from llmc.search.types import (
     ROUTE_CATEGORY,
     Candidate,
     Explain,
+    RankedList,
     RouteDecision,
     SearchResponse,
     SearchResult,
@@ -48,6 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from llmc.search.hyde import HydeStage
 
 MAX_K = 1000
+RANKERS = ("fusion", "learned")
 
 Found = list[tuple[Candidate, SearchResult]]
 
@@ -64,6 +70,7 @@ class Searcher:
         self._threads = ThreadLimiter(cfg.search.blas_threads, cfg.search.torch_threads)
         self.sources = Sources(self.root, self.cfg, self._threads)
         self._hyde_stage: HydeStage | None = None
+        self._ranker: learned.LearnedStage | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
     def __enter__(self) -> Searcher:
@@ -141,18 +148,20 @@ class Searcher:
                 found_exact = exact.exact_symbols(sources, text, cfg.search, trace)
             with trace.stage("route"):
                 decision = self._route(text, route, found_exact.defined, trace)
-            found_exact = exact.exact_words(sources, text, decision, found_exact, cfg.search, trace)
-            lists, decision = candidates.retrieve_lists(
-                sources, text, decision, found_exact, k, trace, self._hyde()
-            )
-            with trace.stage("fusion"):
-                lists, item_weights = weights.fusion_lists(cfg, decision, lists, sources.paths)
-                decision = weights.list_weights(cfg, decision, lists)
-                fused = fusion.fuse(
-                    cfg.search.fusion, lists, decision.list_weights, cfg.search.rrf_k, item_weights
+            decision, found_exact, lists = self._retrieve(text, k, decision, found_exact, trace)
+            fused = self._learned_rank(text, decision, lists, found_exact, trace, explain, k)
+            if fused is None:
+                with trace.stage("fusion"):
+                    lists, item_weights = weights.fusion_lists(cfg, decision, lists, sources.paths)
+                    decision = weights.list_weights(cfg, decision, lists)
+                    fused = fusion.fuse(
+                        cfg.search.fusion, lists, decision.list_weights, cfg.search.rrf_k,
+                        item_weights,
+                    )  # fmt: skip
+                    fused = fusion.pin_first(fused, found_exact.pinned)
+                trace.note(
+                    "fusion", f"{cfg.search.fusion} over {len(lists)} lists: {len(fused)} spans"
                 )
-                fused = fusion.pin_first(fused, found_exact.pinned)
-            trace.note("fusion", f"{cfg.search.fusion} over {len(lists)} lists: {len(fused)} spans")
             fused = second_stage.graph_stage(sources, text, decision, fused, trace)
             fused = second_stage.rerank_stage(sources, text, fused, trace)
             fused = second_stage.llm_rerank_stage(sources, text, fused, trace)
@@ -162,6 +171,59 @@ class Searcher:
             if not found:
                 why_empty(sources, trace)
         return decision, found, groups, explained
+
+    def _retrieve(
+        self, text: str, k: int, decision: RouteDecision, found: exact.ExactMatch, trace: Trace
+    ) -> tuple[RouteDecision, exact.ExactMatch, list[RankedList]]:
+        """Every retriever's list. With the learned ranker, both routes are searched: the
+        router's probabilities are the ranker's features, not a gate."""
+        sources = self.sources
+        searched = learned.open_routes(decision) if self._learned() else decision
+        found = exact.exact_words(sources, text, searched, found, self.cfg.search, trace)
+        lists, searched = candidates.retrieve_lists(
+            sources, text, searched, found, k, trace, self._hyde()
+        )
+        return (decision if self._learned() else searched), found, lists
+
+    def _learned(self) -> bool:
+        ranker = self.cfg.search.ranker
+        if ranker not in RANKERS:
+            raise ConfigError(f"search.ranker must be one of {', '.join(RANKERS)}, got {ranker!r}")
+        return ranker == "learned"
+
+    def _learned_rank(
+        self, text: str, decision: RouteDecision, lists: list[RankedList],
+        found: exact.ExactMatch, trace: Trace, explain: bool, k: int,
+    ) -> list[Candidate] | None:  # fmt: skip
+        """The learned ranker's order of the pool; None when it is off or has no model
+        (then fusion ranks, after one warning)."""
+        if not self._learned():
+            return None
+        scfg = self.cfg.search
+        if self._ranker is None or self._ranker.model_name != scfg.ranker_model:
+            self._ranker = learned.LearnedStage(scfg.ranker_model)
+        try:
+            return self._ranker.rank(
+                self.sources, text, decision, lists, found.pinned, trace, k if explain else 0
+            )
+        except ModelError as e:
+            trace.warn(f"{e}: ranking by fusion")
+            return None
+
+    def candidate_pool(self, query: str, route: str | None = None) -> Pool:
+        """The learned ranker's input for ``query``: every candidate with its features
+        (`llmc train ranker` mines these)."""
+        text, _ = normalize_query(query, self.cfg.search.max_query_chars)
+        trace = Trace()
+        with self._lock, self._threads.blas():
+            self.sources.begin_query(self.cfg)
+            self.sources.open()
+            found = exact.exact_symbols(self.sources, text, self.cfg.search, trace)
+            decision = self._route(text, route, found.defined, trace)
+            decision, found, lists = self._retrieve(text, self.cfg.search.k, decision, found, trace)
+            stage = self._ranker or learned.LearnedStage(self.cfg.search.ranker_model)
+            self._ranker = stage
+            return stage.pool(self.sources, text, decision, lists, found.pinned)
 
     def _route(
         self, text: str, flag: str | None, defined: tuple[str, ...], trace: Trace

@@ -1,0 +1,311 @@
+"""Per-candidate features of one query's pool, for the learned ranker (``learned.py``).
+
+The pool is the union of every ranked list the retrieve stage returned (each retriever
+contributes its top ``search.ranker_depth``: BM25 and dense per category, exact symbol
+and path lookups, HyDE when it ran), fused before anything is truncated. Each candidate
+gets one row of ``FEATURES``, in that fixed order (the model file names them, and
+``learned.py`` refuses a model whose names differ):
+
+- per list (``POOL_LISTS``): its score, its rank (1-based) and its score relative to the
+  list's best (BM25: ``score / top``; dense, HyDE: ``score - top``). A list that does not
+  hold the candidate gives the sentinels ``MISSING_RANK``, ``MISSING_SCORE`` and
+  ``MISSING_REL``, so "not retrieved" is a value the trees can split on;
+- over lists: how many hold it, its RRF (k = 60) sum, its best rank, whether exact-symbol
+  lookup pinned it;
+- the query: the router's ``p_code`` and confidence, its intent as three flags, its word
+  and identifier counts, whether it asks about tests (router probabilities are features,
+  not a gate);
+- the span: code or doc, kind flags, log line count, part of a split span;
+- its path: test file, docs directory or doc file, example, type stub, README, depth;
+- overlap: the share of the query's content words in the span's symbol and qualified name,
+  and in its path.
+
+Span metadata (no text) is read with one SQL query per pool and cached by span id (ids are
+never reused). Pure numpy and SQLite: nothing here imports training code.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from llmc.search.query import STOPWORDS, identifiers
+from llmc.search.router import is_test_path
+from llmc.search.types import CODE_ROUTE, DOCS_ROUTE, MIXED_ROUTE, RankedList, RouteDecision
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from llmc.store.db import Store
+
+POOL_LISTS = ("bm25.code", "bm25.doc", "dense.code", "dense.doc", "exact", "hyde.code", "hyde.doc")
+MISSING_RANK = 1000.0
+MISSING_SCORE = -1.0  # below any cosine and any BM25 score
+MISSING_REL = -2.0
+RRF_K = 60
+_KINDS = ("function", "method", "class", "module", "section")
+_DOC_DIRS = frozenset({"doc", "docs", "documentation", "guide", "guides", "manual"})
+_EXAMPLE_DIRS = frozenset({"example", "examples", "demo", "demos", "samples", "sample"})
+_DOC_EXT = (".md", ".rst", ".txt", ".markdown", ".adoc")
+_STUBS = (".pyi", ".d.ts", ".d.mts", ".d.cts")
+_TEST_CUE = re.compile(r"\b(?:tests?|testing|tested|unittest|pytest|spec|specs|fixtures?)\b")
+_WORD = re.compile(r"[A-Za-z][a-z0-9]*|[A-Z]+(?![a-z])|[0-9]+")
+
+
+def _list_features() -> tuple[str, ...]:
+    return tuple(f"{name}:{part}" for name in POOL_LISTS for part in ("score", "rank", "rel"))
+
+
+FEATURES: tuple[str, ...] = (
+    *_list_features(),
+    "pool:n_lists",
+    "pool:rrf",
+    "pool:best_rank",
+    "pool:pinned",
+    "query:p_code",
+    "query:confidence",
+    "query:intent_code",
+    "query:intent_docs",
+    "query:intent_mixed",
+    "query:words",
+    "query:identifiers",
+    "query:tests",
+    "span:is_code",
+    *(f"span:kind_{k}" for k in _KINDS),
+    "span:lines",
+    "span:part",
+    "path:test",
+    "path:docs",
+    "path:example",
+    "path:stub",
+    "path:readme",
+    "path:depth",
+    "overlap:symbol",
+    "overlap:path",
+)
+# Feature groups for the ablation (a group's columns are set to their missing values).
+GROUPS: Mapping[str, tuple[str, ...]] = {
+    "bm25": tuple(f for f in FEATURES if f.startswith("bm25.")),
+    "dense": tuple(f for f in FEATURES if f.startswith(("dense.", "hyde."))),
+    "exact": tuple(f for f in FEATURES if f.startswith("exact:")) + ("pool:pinned",),
+    "router": tuple(f for f in FEATURES if f.startswith("query:")),
+    "span": tuple(f for f in FEATURES if f.startswith(("span:", "path:"))),
+    "overlap": ("overlap:symbol", "overlap:path"),
+}
+
+
+@dataclass(frozen=True)
+class SpanMeta:
+    """What features need of a span: no text."""
+
+    span_id: int
+    path: str
+    category: str
+    kind: str
+    symbol: str
+    qualname: str
+    start_line: int
+    end_line: int
+    part: int
+
+
+@dataclass(frozen=True)
+class QueryInfo:
+    """The query's side of the features: its words and the router's decision."""
+
+    text: str
+    decision: RouteDecision
+    pinned: tuple[int, ...] = ()
+
+    @property
+    def words(self) -> frozenset[str]:
+        return content_words(self.text)
+
+
+@dataclass(frozen=True)
+class Pool:
+    """One query's candidates (span ids) and their feature rows (``FEATURES`` order)."""
+
+    span_ids: tuple[int, ...]
+    matrix: np.ndarray  # float32, len(span_ids) x len(FEATURES)
+    ranks: tuple[Mapping[str, int], ...]  # per candidate: list name -> rank
+    scores: tuple[Mapping[str, float], ...]  # per candidate: list name -> score
+
+    def __len__(self) -> int:
+        return len(self.span_ids)
+
+
+def split_words(text: str) -> list[str]:
+    """Lowercase words of ``text``, identifiers split (``fooBar_baz`` → foo bar baz)."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def content_words(text: str) -> frozenset[str]:
+    return frozenset(w for w in split_words(text) if len(w) > 1 and w not in STOPWORDS)
+
+
+def path_class(path: str) -> dict[str, float]:
+    """The path flags: test, docs, example, stub, readme, and depth (directories)."""
+    low = path.lower()
+    parts = low.split("/")
+    dirs = set(parts[:-1])
+    name = parts[-1]
+    return {
+        "path:test": float(is_test_path(path)),
+        "path:docs": float(bool(dirs & _DOC_DIRS) or name.endswith(_DOC_EXT)),
+        "path:example": float(bool(dirs & _EXAMPLE_DIRS)),
+        "path:stub": float(low.endswith(_STUBS)),
+        "path:readme": float(name.startswith("readme")),
+        "path:depth": float(len(parts) - 1),
+    }
+
+
+class MetaCache:
+    """Span id → ``SpanMeta``, read without texts, kept across queries (ids are never
+    reused; a span that left the index is simply not found)."""
+
+    def __init__(self, limit: int = 200_000):
+        self._meta: dict[int, SpanMeta] = {}
+        self._limit = limit
+
+    def get(self, store: Store, ids: Iterable[int]) -> dict[int, SpanMeta]:
+        want = list(dict.fromkeys(ids))
+        missing = [i for i in want if i not in self._meta]
+        if missing:
+            if len(self._meta) + len(missing) > self._limit:
+                self._meta.clear()
+            self._meta.update(read_meta(store, missing))
+        return {i: self._meta[i] for i in want if i in self._meta}
+
+
+def read_meta(store: Store, ids: Sequence[int]) -> dict[int, SpanMeta]:
+    out: dict[int, SpanMeta] = {}
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        rows = store.conn.execute(
+            "SELECT id, path, category, kind, symbol, qualname, start_line, end_line, part "
+            f"FROM spans WHERE id IN ({marks})",
+            chunk,
+        )
+        for row in rows:
+            out[int(row[0])] = SpanMeta(
+                int(row[0]), row[1], row[2], row[3], row[4] or "", row[5] or "",
+                int(row[6]), int(row[7]), int(row[8] or 0),
+            )  # fmt: skip
+    return out
+
+
+def query_row(query: QueryInfo) -> dict[str, float]:
+    d = query.decision
+    words = split_words(query.text)
+    return {
+        "query:p_code": d.p_code,
+        "query:confidence": d.confidence,
+        "query:intent_code": float(d.intent == CODE_ROUTE),
+        "query:intent_docs": float(d.intent == DOCS_ROUTE),
+        "query:intent_mixed": float(d.intent == MIXED_ROUTE),
+        "query:words": float(len(words)),
+        "query:identifiers": float(sum(1 for i in identifiers(query.text) if i.code_shaped)),
+        "query:tests": float(bool(_TEST_CUE.search(query.text.lower()))),
+    }
+
+
+def span_row(meta: SpanMeta | None, words: frozenset[str]) -> dict[str, float]:
+    if meta is None:
+        return {}
+    row = {f"span:kind_{k}": float(meta.kind == k) for k in _KINDS}
+    row["span:is_code"] = float(meta.category == "code")
+    row["span:lines"] = math.log1p(max(0, meta.end_line - meta.start_line + 1))
+    row["span:part"] = float(meta.part)
+    row.update(path_class(meta.path))
+    if words:
+        sym = set(split_words(f"{meta.symbol} {meta.qualname}"))
+        path = set(split_words(meta.path))
+        row["overlap:symbol"] = len(words & sym) / len(words)
+        row["overlap:path"] = len(words & path) / len(words)
+    return row
+
+
+def build_pool(
+    lists: Sequence[RankedList],
+    query: QueryInfo,
+    meta: Mapping[int, SpanMeta],
+) -> Pool:
+    """Every candidate of ``lists`` (deduplicated, first-seen order) with its features."""
+    import numpy as np
+
+    index = {name: i for i, name in enumerate(FEATURES)}
+    ranks: dict[int, dict[str, int]] = {}
+    scores: dict[int, dict[str, float]] = {}
+    tops: dict[str, float] = {}
+    for ranked in lists:
+        name = ranked.name
+        if name not in POOL_LISTS or not ranked.hits:
+            continue
+        tops.setdefault(name, ranked.hits[0].score)
+        for rank, hit in enumerate(ranked.hits, start=1):
+            r = ranks.setdefault(hit.span_id, {})
+            if name not in r:
+                r[name] = rank
+                scores.setdefault(hit.span_id, {})[name] = hit.score
+    for span_id in query.pinned:
+        ranks.setdefault(span_id, {})
+        scores.setdefault(span_id, {})
+    ids = tuple(ranks)
+    matrix = np.zeros((len(ids), len(FEATURES)), dtype=np.float32)
+    for name in POOL_LISTS:
+        matrix[:, index[f"{name}:score"]] = MISSING_SCORE
+        matrix[:, index[f"{name}:rank"]] = MISSING_RANK
+        matrix[:, index[f"{name}:rel"]] = MISSING_REL
+    qrow = query_row(query)
+    words = query.words
+    pinned = set(query.pinned)
+    for i, span_id in enumerate(ids):
+        row = matrix[i]
+        r, s = ranks[span_id], scores.get(span_id, {})
+        for name, rank in r.items():
+            score = s[name]
+            top = tops[name]
+            row[index[f"{name}:score"]] = score
+            row[index[f"{name}:rank"]] = rank
+            if name.startswith("bm25."):
+                row[index[f"{name}:rel"]] = score / top if top > 0 else 0.0
+            else:
+                row[index[f"{name}:rel"]] = score - top
+        row[index["pool:n_lists"]] = len(r)
+        row[index["pool:rrf"]] = sum(1.0 / (RRF_K + k) for k in r.values())
+        row[index["pool:best_rank"]] = min(r.values()) if r else MISSING_RANK
+        row[index["pool:pinned"]] = float(span_id in pinned)
+        for name, value in qrow.items():
+            row[index[name]] = value
+        for name, value in span_row(meta.get(span_id), words).items():
+            row[index[name]] = value
+    return Pool(
+        ids,
+        matrix,
+        tuple(ranks[i] for i in ids),
+        tuple(scores.get(i, {}) for i in ids),
+    )
+
+
+__all__ = [
+    "FEATURES",
+    "GROUPS",
+    "MISSING_RANK",
+    "MISSING_REL",
+    "MISSING_SCORE",
+    "POOL_LISTS",
+    "MetaCache",
+    "Pool",
+    "QueryInfo",
+    "SpanMeta",
+    "build_pool",
+    "content_words",
+    "path_class",
+    "read_meta",
+    "split_words",
+]

@@ -1,0 +1,267 @@
+"""The learned ranker at query time: load the shipped model, score the candidate pool.
+
+`llmc train ranker` (``llmc.train.ranker``) fits LightGBM lambdarank trees over the
+features of ``features.py`` and dumps them to a small JSON file (``FORMAT``): feature names
+and, per tree, the split feature, threshold, children and node values. Importing lightgbm
+costs ~2.6 s (it pulls in scikit-learn and pandas), so this module evaluates the trees
+itself with numpy: all trees at once, one gather per level, a few ms for a pool of a few
+hundred candidates. Nothing here imports training code.
+
+Every feature is a number (no NaN: missing values are sentinels), and every split is
+``x <= threshold`` goes left, as LightGBM's numerical splits without missing values.
+``--explain`` attributes each shown result's score to its features by the path through
+each tree (the change of node value at each split, Saabas), summed per feature.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from llmc.errors import ModelError
+from llmc.search.features import FEATURES, MetaCache, Pool, QueryInfo, build_pool
+from llmc.search.types import CODE_ROUTE, DOCS_ROUTE, TESTS, Candidate, RankedList, RouteDecision
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from llmc.search.sources import Sources
+    from llmc.search.trace import Trace
+
+log = logging.getLogger(__name__)
+
+FORMAT = "llmc-ranker-v1"
+MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "ranker"
+DEFAULT_MODEL = MODEL_DIR / "model.json"
+EXPLAIN_FEATURES = 4  # features shown per result in the trace
+
+
+@dataclass(frozen=True)
+class RankerModel:
+    """Trees over ``features``; ``predict`` scores rows, higher is better."""
+
+    features: tuple[str, ...]
+    feature: np.ndarray  # (trees, nodes) int32: split feature (leaves: 0)
+    threshold: np.ndarray  # (trees, nodes) float64: go left when x <= it (leaves: +inf)
+    left: np.ndarray  # (trees, nodes) int32 (leaves: themselves)
+    right: np.ndarray  # (trees, nodes) int32
+    value: np.ndarray  # (trees, nodes) float64: leaf value, or mean value of the node
+    is_leaf: np.ndarray  # (trees, nodes) bool
+    depth: int
+    path: str = ""
+    report: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def trees(self) -> int:
+        return int(self.feature.shape[0])
+
+    def predict(self, matrix: np.ndarray) -> np.ndarray:
+        """One score per row of ``matrix`` (float, columns in ``features`` order)."""
+        import numpy as np
+
+        n = matrix.shape[0]
+        t = self.trees
+        if n == 0 or t == 0:
+            return np.zeros(n)
+        x = np.asarray(matrix, dtype=np.float64)
+        rows = np.arange(n)[:, None]
+        trees = np.arange(t)[None, :]
+        node = np.zeros((n, t), dtype=np.int32)
+        for _ in range(self.depth):
+            f = self.feature[trees, node]
+            go_left = x[rows, f] <= self.threshold[trees, node]
+            node = np.where(go_left, self.left[trees, node], self.right[trees, node])
+        return self.value[trees, node].sum(axis=1)
+
+    def contributions(self, row: np.ndarray) -> dict[str, float]:
+        """Each feature's share of one row's score (Saabas: value change at each split)."""
+        out: dict[str, float] = {}
+        for t in range(self.trees):
+            node = 0
+            while not self.is_leaf[t, node]:
+                f = int(self.feature[t, node])
+                nxt = int(
+                    self.left[t, node] if row[f] <= self.threshold[t, node] else self.right[t, node]
+                )
+                delta = float(self.value[t, nxt] - self.value[t, node])
+                name = self.features[f]
+                out[name] = out.get(name, 0.0) + delta
+                node = nxt
+        return out
+
+
+def model_from_json(data: Mapping[str, Any], path: str = "") -> RankerModel:
+    """A ``RankerModel`` from its JSON form (see ``llmc.train.ranker.dump_model``)."""
+    import numpy as np
+
+    if data.get("format") != FORMAT:
+        raise ModelError(f"{path or 'ranker model'}: not a {FORMAT} file")
+    features = tuple(str(f) for f in data["features"])
+    trees = data["trees"]
+    width = max((len(tr["feature"]) for tr in trees), default=1)
+    shape = (len(trees), width)
+    feature = np.zeros(shape, dtype=np.int32)
+    threshold = np.full(shape, np.inf)
+    left = np.zeros(shape, dtype=np.int32)
+    right = np.zeros(shape, dtype=np.int32)
+    value = np.zeros(shape)
+    is_leaf = np.ones(shape, dtype=bool)
+    for i, tr in enumerate(trees):
+        m = len(tr["feature"])
+        left[i] = right[i] = np.arange(width)
+        for j in range(m):
+            f = int(tr["feature"][j])
+            value[i, j] = float(tr["value"][j])
+            if f >= 0:
+                if f >= len(features):
+                    raise ModelError(f"{path or 'ranker model'}: feature {f} out of range")
+                is_leaf[i, j] = False
+                feature[i, j] = f
+                threshold[i, j] = float(tr["threshold"][j])
+                left[i, j] = int(tr["left"][j])
+                right[i, j] = int(tr["right"][j])
+    return RankerModel(
+        features, feature, threshold, left, right, value, is_leaf,
+        depth=int(data.get("depth", width)), path=path, report=dict(data.get("report") or {}),
+    )  # fmt: skip
+
+
+_CACHE: dict[tuple[str, int], RankerModel] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def resolve_model_path(name: str) -> Path:
+    return DEFAULT_MODEL if name in ("", "default") else Path(name).expanduser()
+
+
+def load_model(name: str = "default") -> RankerModel:
+    """The ranker model ``name`` (``default``: the shipped one; else a path), loaded once
+    per file version. ModelError when it is missing, unreadable or for other features."""
+    path = resolve_model_path(name)
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError as e:
+        raise ModelError(f"ranker model {path} not found ({e.strerror})") from None
+    key = (str(path), stamp)
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            return _CACHE[key]
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise ModelError(f"ranker model {path} unreadable: {e}") from None
+        model = model_from_json(data, str(path))
+        if model.features != FEATURES:
+            raise ModelError(
+                f"ranker model {path} was trained on other features (retrain it: "
+                "`llmc train ranker`)"
+            )
+        _CACHE[key] = model
+        return model
+
+
+def open_routes(decision: RouteDecision) -> RouteDecision:
+    """Both routes searched at full weight: the router's probabilities become features,
+    not a gate (the ranker decides what comes first)."""
+    import dataclasses
+
+    weights = {CODE_ROUTE: 1.0, DOCS_ROUTE: 1.0, TESTS: 1.0}
+    return dataclasses.replace(decision, weights=weights)
+
+
+def rank_pool(
+    pool: Pool, model: RankerModel, explain_top: int = 0
+) -> tuple[list[Candidate], dict[int, dict[str, float]]]:
+    """The pool ordered by the model (ties: best rank in any list, then span id), and the
+    feature attributions of the first ``explain_top`` candidates."""
+    scores = model.predict(pool.matrix)
+    order = sorted(
+        range(len(pool)),
+        key=lambda i: (-scores[i], min(pool.ranks[i].values(), default=1 << 30), pool.span_ids[i]),
+    )
+    out: list[Candidate] = []
+    explained: dict[int, dict[str, float]] = {}
+    for pos, i in enumerate(order):
+        contrib: dict[str, float] = {}
+        if pos < explain_top:
+            shares = model.contributions(pool.matrix[i])
+            explained[pool.span_ids[i]] = shares
+            for name in pool.ranks[i]:  # per list: the summed shares of its features
+                contrib[name] = sum(v for f, v in shares.items() if f.startswith(name + ":"))
+        out.append(
+            Candidate(
+                span_id=pool.span_ids[i],
+                score=float(scores[i]),
+                ranks=dict(pool.ranks[i]),
+                scores=dict(pool.scores[i]),
+                contributions=contrib,
+            )
+        )
+    return out, explained
+
+
+class LearnedStage:
+    """The ranking stage of ``search.ranker = learned``: holds the model and the span
+    metadata cache of one Searcher."""
+
+    def __init__(self, model_name: str = "default"):
+        self.model_name = model_name
+        self.meta = MetaCache()
+
+    def model(self) -> RankerModel:
+        return load_model(self.model_name)
+
+    def pool(
+        self, sources: Sources, text: str, decision: RouteDecision, lists: Sequence[RankedList],
+        pinned: Sequence[int],
+    ) -> Pool:  # fmt: skip
+        ids = [h.span_id for r in lists for h in r.hits] + list(pinned)
+        meta = self.meta.get(sources.store, ids)
+        return build_pool(lists, QueryInfo(text, decision, tuple(pinned)), meta)
+
+    def rank(
+        self,
+        sources: Sources,
+        text: str,
+        decision: RouteDecision,
+        lists: Sequence[RankedList],
+        pinned: Sequence[int],
+        trace: Trace,
+        explain_top: int = 0,
+    ) -> list[Candidate]:
+        """The pool ranked by the model (ModelError when the model cannot be loaded)."""
+        model = self.model()
+        with trace.stage("features"):
+            pool = self.pool(sources, text, decision, lists, pinned)
+        with trace.stage("ranker"):
+            ranked, explained = rank_pool(pool, model, explain_top)
+        trace.note(
+            "ranker",
+            f"learned ranker ({model.trees} trees over {len(FEATURES)} features) scored "
+            f"{len(pool)} candidates from {len(lists)} lists",
+        )
+        if explained:
+            named = sources.describe(list(explained))
+            for span_id, shares in explained.items():
+                top = sorted(shares.items(), key=lambda kv: -abs(kv[1]))[:EXPLAIN_FEATURES]
+                why = ", ".join(f"{f} {v:+.3f}" for f, v in top)
+                trace.note("ranker", f"{named.get(span_id, span_id)}: {why}")
+        return ranked
+
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "FORMAT",
+    "LearnedStage",
+    "RankerModel",
+    "load_model",
+    "model_from_json",
+    "open_routes",
+    "rank_pool",
+    "resolve_model_path",
+]

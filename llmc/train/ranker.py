@@ -1,0 +1,448 @@
+"""`llmc train ranker`: fit the learned ranker (LightGBM lambdarank) and ship it as JSON.
+
+One reproducible command: the labelled pools of the train projects and of the protocol's
+validation projects (``ranker_data.collect``: fetch, strip, index, search, label; cached
+per project), then a small grid of hyperparameters, each fitted on the train projects with
+early stopping on the validation projects' NDCG@10; the grid point with the best validation
+MRR@10 (over the pool, as the ranker orders it) is kept, checked against LightGBM's own
+predictions, and written as ``model.json`` (``llmc.search.learned.FORMAT``) with
+``TRAINING.json`` (projects, queries, features, parameters, time, validation numbers,
+embedder). ``--ablate`` also fits the chosen parameters without each feature group
+(``llmc.search.features.GROUPS``) and reports what each adds on validation.
+
+Test projects are never read here: the protocol's test split reports only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import platform
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llmc.corpora import Project
+from llmc.errors import TrainError
+from llmc.search.features import FEATURES, GROUPS, MISSING_RANK, MISSING_REL, MISSING_SCORE
+from llmc.search.learned import FORMAT, MODEL_DIR
+from llmc.train.ranker_data import ProjectData, collect
+
+log = logging.getLogger(__name__)
+
+BASE_PARAMS: dict[str, Any] = {
+    "objective": "lambdarank",
+    "metric": "ndcg",
+    "eval_at": [10],
+    "lambdarank_truncation_level": 20,
+    "min_data_in_leaf": 50,
+    "feature_fraction": 0.9,
+    "bagging_fraction": 0.8,
+    "bagging_freq": 1,
+    "lambda_l2": 1.0,
+    "verbose": -1,
+    "deterministic": True,
+    "force_row_wise": True,
+}
+GRID: tuple[dict[str, Any], ...] = (
+    {"num_leaves": 15, "learning_rate": 0.05},
+    {"num_leaves": 31, "learning_rate": 0.05},
+    {"num_leaves": 63, "learning_rate": 0.05},
+    {"num_leaves": 31, "learning_rate": 0.1},
+)
+MAX_ROUNDS = 600
+EARLY_STOP = 50
+KEEP_RANK = 30  # training keeps every candidate within some list's top 30 ...
+NEG_SAMPLE = 0.25  # ... and a quarter of the rest (seeded)
+
+
+@dataclass
+class RankerJob:
+    """What `llmc train ranker` does (the CLI's options)."""
+
+    out: Path = MODEL_DIR
+    cache_dir: Path | None = None
+    max_queries: int = 60
+    max_doc_queries: int = 15
+    depth: int = 100
+    seed: int = 0
+    threads: int = 2
+    ablate: bool = False
+    projects: tuple[str, ...] = ()  # train project names (default: every pinned one)
+    command: str = "llmc train ranker"
+    progress: Callable[[str], None] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def train_projects(names: Sequence[str] = ()) -> list[Project]:
+    """The pinned train projects (``llmc.train.projects`` and ``more_projects``), or those
+    named; never a validation, test, eval-set or pallets project."""
+    from llmc.eval.protocol.splits import protocol_projects
+    from llmc.train.more_projects import MORE_PROJECTS
+    from llmc.train.projects import TRAIN_PROJECTS, reserved_names
+
+    held = {p.name.lower() for p in protocol_projects() if p.split != "train"}
+    held |= set(reserved_names())
+    every = list(MORE_PROJECTS) + [p for p in TRAIN_PROJECTS if p.name not in BIG_PROJECTS]
+    bad = sorted(p.name for p in every if p.name.lower() in held)
+    if bad:
+        raise TrainError(f"held out from training (validation, test or reserved): {bad}")
+    if not names:
+        return every
+    by_name = {p.name.lower(): p for p in every}
+    missing = [n for n in names if n.lower() not in by_name]
+    if missing:
+        raise TrainError(f"not pinned train projects: {', '.join(missing)}")
+    return [by_name[n.lower()] for n in names]
+
+
+# Too large to index on a 2-core machine in the time budget (thousands of spans each).
+BIG_PROJECTS = frozenset({"networkx", "tornado", "black", "pytest", "rich", "trio", "fsspec"})
+
+
+def validation_projects() -> list[Project]:
+    from llmc.eval.protocol.splits import select_projects
+
+    return [sp.project for sp in select_projects("validation")]
+
+
+def stack(
+    data: Sequence[ProjectData], sample: float = 1.0, seed: int = 0
+) -> tuple[Any, Any, list[int]]:
+    """Rows, labels and group sizes of every answered query of ``data``. With ``sample``
+    < 1, candidates outside every list's top ``KEEP_RANK`` (the bulk of a pool, nearly all
+    negatives) are kept with that probability (seeded), to fit faster; positives and the
+    head of each pool are always kept."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    best = FEATURES.index("pool:best_rank")
+    xs, ys, groups = [], [], []
+    for d in data:
+        labels = np.asarray(d.labels)
+        matrix = np.asarray(d.matrix)
+        start = 0
+        for g in d.groups:
+            y = labels[start : start + g]
+            x = matrix[start : start + g]
+            start += g
+            if not g or y.max(initial=0) <= 0:
+                continue
+            if sample < 1.0:
+                keep = (y > 0) | (x[:, best] <= KEEP_RANK) | (rng.random(g) < sample)
+                x, y = x[keep], y[keep]
+            xs.append(x)
+            ys.append(y)
+            groups.append(len(y))
+    if not xs:
+        return np.zeros((0, len(FEATURES)), np.float32), np.zeros(0, np.int8), []
+    return np.concatenate(xs), np.concatenate(ys), groups
+
+
+def pool_metrics(scores: Any, data: Sequence[ProjectData]) -> dict[str, float]:
+    """MRR@10 and hit@5 over every query of ``data`` (unanswered ones count 0), with the
+    candidates ordered by ``scores`` (one per row, in ``data``'s row order)."""
+    import numpy as np
+
+    rr, hit5, n = 0.0, 0.0, 0
+    pos = 0
+    for d in data:
+        labels = np.asarray(d.labels)
+        start = 0
+        for g in d.groups:
+            y = labels[start : start + g]
+            s = scores[pos + start : pos + start + g]
+            order = np.argsort(-s, kind="stable")[:10]
+            hits = np.nonzero(y[order] > 0)[0]
+            if hits.size:
+                rank = int(hits[0]) + 1
+                rr += 1.0 / rank
+                hit5 += 1.0 if rank <= 5 else 0.0
+            n += 1
+            start += g
+        pos += len(labels)
+    return {"mrr@10": rr / max(n, 1), "hit@5": hit5 / max(n, 1), "queries": n}
+
+
+def all_rows(data: Sequence[ProjectData]) -> Any:
+    import numpy as np
+
+    return np.concatenate([np.asarray(d.matrix) for d in data])
+
+
+def masked(matrix: Any, group: str) -> Any:
+    """``matrix`` with a feature group's columns set to their missing values."""
+    out = matrix.copy()
+    for name in GROUPS[group]:
+        j = FEATURES.index(name)
+        if name.endswith(":rank") or name == "pool:best_rank":
+            out[:, j] = MISSING_RANK
+        elif name.endswith(":rel"):
+            out[:, j] = MISSING_REL
+        elif name.endswith(":score"):
+            out[:, j] = MISSING_SCORE
+        else:
+            out[:, j] = 0.0
+    return out
+
+
+def fit(
+    train: tuple[Any, Any, list[int]],
+    valid: tuple[Any, Any, list[int]],
+    params: Mapping[str, Any],
+    threads: int,
+    seed: int,
+) -> Any:
+    """One lambdarank booster (lightgbm's training API: only ever imported here)."""
+    import lightgbm as lgb
+
+    x, y, g = train
+    vx, vy, vg = valid
+    dtrain = lgb.Dataset(x, y, group=g, feature_name=list(_safe_names()), free_raw_data=False)
+    dvalid = lgb.Dataset(vx, vy, group=vg, reference=dtrain)
+    p = {**BASE_PARAMS, **params, "num_threads": threads, "seed": seed}
+    return lgb.train(
+        p,
+        dtrain,
+        num_boost_round=MAX_ROUNDS,
+        valid_sets=[dvalid],
+        callbacks=[lgb.early_stopping(EARLY_STOP, verbose=False)],
+    )
+
+
+def _safe_names() -> list[str]:
+    return [f.replace(":", "__").replace(".", "_") for f in FEATURES]
+
+
+def _flatten(root: dict[str, Any]) -> tuple[dict[str, list], int]:
+    """One LightGBM tree as node arrays (internal nodes first, then leaves) and its depth."""
+    internal: list[dict[str, Any]] = []
+    leaves: list[dict[str, Any]] = []
+    depth = 0
+
+    def walk(node: dict[str, Any], level: int) -> tuple[bool, int]:
+        nonlocal depth
+        if "leaf_value" in node:
+            leaves.append(node)
+            depth = max(depth, level)
+            return True, len(leaves) - 1
+        if node.get("decision_type") != "<=":
+            raise TrainError(f"unsupported split {node.get('decision_type')!r}")
+        if node.get("missing_type") not in ("None", "NaN"):
+            raise TrainError(f"unsupported missing type {node.get('missing_type')!r}")
+        internal.append(node)
+        me = len(internal) - 1
+        node["_left"] = walk(node["left_child"], level + 1)
+        node["_right"] = walk(node["right_child"], level + 1)
+        return False, me
+
+    walk(root, 0)
+    n = len(internal)
+
+    def index(ref: tuple[bool, int]) -> int:
+        leaf, i = ref
+        return n + i if leaf else i
+
+    arrays = {
+        "feature": [int(x["split_feature"]) for x in internal] + [-1] * len(leaves),
+        "threshold": [float(x["threshold"]) for x in internal] + [0.0] * len(leaves),
+        "left": [index(x["_left"]) for x in internal] + [0] * len(leaves),
+        "right": [index(x["_right"]) for x in internal] + [0] * len(leaves),
+        "value": [float(x["internal_value"]) for x in internal]
+        + [float(x["leaf_value"]) for x in leaves],
+    }
+    return arrays, depth
+
+
+def dump_model(booster: Any, report: Mapping[str, Any]) -> dict[str, Any]:
+    """The booster as ``llmc.search.learned.FORMAT`` JSON: per tree, node arrays (internal
+    nodes first, then leaves) of split feature (-1: leaf), threshold, children, value."""
+    dumped = booster.dump_model(num_iteration=booster.best_iteration or None)
+    trees = []
+    depth = 1
+    for info in dumped["tree_info"]:
+        arrays, d = _flatten(info["tree_structure"])
+        trees.append(arrays)
+        depth = max(depth, d)
+    return {
+        "format": FORMAT,
+        "features": list(FEATURES),
+        "depth": depth,
+        "trees": trees,
+        "report": dict(report),
+    }
+
+
+def check_dump(model_json: Mapping[str, Any], booster: Any, matrix: Any) -> float:
+    """The largest difference between our tree walk and LightGBM's predictions."""
+    import numpy as np
+
+    from llmc.search.learned import model_from_json
+
+    ours = model_from_json(model_json).predict(matrix)
+    theirs = booster.predict(matrix, num_iteration=booster.best_iteration or None)
+    return float(np.max(np.abs(ours - theirs))) if len(ours) else 0.0
+
+
+def run(job: RankerJob) -> dict[str, Any]:
+    """Collect the pools, fit the grid, keep the best on validation, write model and report."""
+    from llmc import corpora
+
+    started = time.perf_counter()
+    note = job.progress or (lambda s: log.info("%s", s))
+    cache = job.cache_dir or corpora.default_cache_dir("train")
+    train_list = [(p, "train") for p in train_projects(job.projects)]
+    valid_list = [(p, "validation") for p in validation_projects()]
+    opts = {"max_queries": job.max_queries, "seed": job.seed, "depth": job.depth}
+    train_data = collect(
+        train_list, cache, max_doc_queries=job.max_doc_queries, progress=note, **opts
+    )
+    valid_data = collect(valid_list, cache, max_doc_queries=0, progress=note, **opts)
+    data_s = time.perf_counter() - started
+    model_json, report = train_on(train_data, valid_data, job)
+    report["data"].update(
+        train_projects=[_project_row(d, train_list) for d in train_data],
+        validation_projects=[_project_row(d, valid_list) for d in valid_data],
+    )
+    report["seconds"]["data"] = round(data_s, 1)
+    report["seconds"]["total"] = round(time.perf_counter() - started, 1)
+    write_model(job.out, model_json, report)
+    note(f"wrote {job.out / 'model.json'} ({len(model_json['trees'])} trees)")
+    return report
+
+
+def train_on(
+    train_data: Sequence[ProjectData], valid_data: Sequence[ProjectData], job: RankerJob
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Fit the grid on ``train_data``, choose on ``valid_data``; (model JSON, report)."""
+    import lightgbm
+
+    note = job.progress or (lambda s: log.info("%s", s))
+    if len(train_data) < 2 or not valid_data:
+        raise TrainError("too few projects gave training or validation data")
+    train = stack(train_data, NEG_SAMPLE, job.seed)
+    valid = stack(valid_data)
+    vx = all_rows(valid_data)
+    grid = []
+    best: tuple[float, Any, dict[str, Any]] | None = None
+    fit_started = time.perf_counter()
+    for params in GRID:
+        t = time.perf_counter()
+        booster = fit(train, valid, params, job.threads, job.seed)
+        m = pool_metrics(booster.predict(vx, num_iteration=booster.best_iteration), valid_data)
+        row = {**params, "rounds": booster.best_iteration, **m, "seconds": time.perf_counter() - t}
+        grid.append(row)
+        note(f"grid {params}: validation MRR@10 {m['mrr@10']:.4f} ({booster.best_iteration} trees)")
+        if best is None or m["mrr@10"] > best[0]:
+            best = (m["mrr@10"], booster, dict(params))
+    assert best is not None
+    _, booster, params = best
+    fit_s = time.perf_counter() - fit_started
+    validation = {
+        "rrf over the pool's lists": pool_metrics(vx[:, FEATURES.index("pool:rrf")], valid_data),
+        "learned": pool_metrics(
+            booster.predict(vx, num_iteration=booster.best_iteration), valid_data
+        ),
+    }
+    ablation = {}
+    if job.ablate:
+        for group in GROUPS:
+            tx = masked(train[0], group)
+            b = fit((tx, train[1], train[2]), (masked(valid[0], group), valid[1], valid[2]),
+                    params, job.threads, job.seed)  # fmt: skip
+            m = pool_metrics(
+                b.predict(masked(vx, group), num_iteration=b.best_iteration), valid_data
+            )
+            ablation[f"without {group}"] = {**m, "rounds": b.best_iteration}
+            job.extra.setdefault("ablation_models", {})[group] = dump_model(b, {"without": group})
+            note(f"without {group}: validation MRR@10 {m['mrr@10']:.4f}")
+    importance = booster.feature_importance("gain")
+    report: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d"),
+        "command": job.command,
+        "embedder": sorted({d.embedder for d in [*train_data, *valid_data]}),
+        "features": list(FEATURES),
+        "params": {**BASE_PARAMS, **params, "rounds": booster.best_iteration,
+                   "keep_rank": KEEP_RANK, "negative_sample": NEG_SAMPLE, "seed": job.seed},
+        "grid": grid,
+        "lightgbm": lightgbm.__version__,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "data": {
+            "max_queries": job.max_queries,
+            "max_doc_queries": job.max_doc_queries,
+            "depth": job.depth,
+            "train_project_count": len(train_data),
+            "train_queries": int(sum(len(d.groups) for d in train_data)),
+            "train_queries_answered": len(train[2]),
+            "train_rows": int(train[0].shape[0]),
+            "train_queries_by_kind": _by_kind(train_data),
+            "validation_projects": [d.project for d in valid_data],
+            "validation_queries": int(sum(len(d.groups) for d in valid_data)),
+        },
+        "validation": validation,
+        "ablation": ablation,
+        "gain_top": {
+            FEATURES[i]: round(float(importance[i]), 1)
+            for i in sorted(range(len(FEATURES)), key=lambda i: -importance[i])[:15]
+        },
+        "seconds": {"fit": round(fit_s, 1)},
+    }  # fmt: skip
+    model_json = dump_model(booster, {"trained": report["date"], "embedder": report["embedder"]})
+    diff = check_dump(model_json, booster, vx[:2000])
+    report["dump_max_abs_diff"] = diff
+    if diff > 1e-4:
+        raise TrainError(f"the dumped trees differ from LightGBM's predictions by {diff}")
+    return model_json, report
+
+
+def write_model(out: Path, model_json: Mapping[str, Any], report: Mapping[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    _write(out / "model.json", json.dumps(model_json, separators=(",", ":")))
+    _write(out / "TRAINING.json", json.dumps(report, indent=2) + "\n")
+
+
+def _by_kind(data: Sequence[ProjectData]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for d in data:
+        for k in d.kinds:
+            out[k] = out.get(k, 0) + 1
+    return out
+
+
+def _project_row(d: ProjectData, listed: Sequence[tuple[Project, str]]) -> dict[str, Any]:
+    p = next(p for p, _ in listed if p.name == d.project)
+    return {
+        "name": p.name,
+        "version": p.version,
+        "sha256": p.sha256,
+        "spans": d.spans,
+        "queries": len(d.groups),
+        "answered_in_pool": d.answered,
+    }
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+__all__ = [
+    "BIG_PROJECTS",
+    "GRID",
+    "RankerJob",
+    "check_dump",
+    "dump_model",
+    "fit",
+    "masked",
+    "pool_metrics",
+    "run",
+    "stack",
+    "train_on",
+    "train_projects",
+    "validation_projects",
+    "write_model",
+]
