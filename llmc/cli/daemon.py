@@ -30,8 +30,9 @@ F = TypeVar("F", bound=Callable[..., object])
 def daemon_group() -> None:
     """Background daemon per repository: warm models, local API, file watcher.
 
-    The API is HTTP + JSON on .llmc/daemon.sock (docs/daemon-api.md). While a daemon
-    runs, `llmc search --json` and `llmc mcp` use it; LLMC_NO_DAEMON=1 bypasses it.
+    The API is HTTP + JSON on .llmc/daemon.sock, MCP at /mcp (docs/daemon-api.md). While
+    a daemon runs, `llmc search`, `llmc graph` and `llmc mcp` use it; LLMC_NO_DAEMON=1
+    bypasses it.
     """
 
 

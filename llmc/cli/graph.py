@@ -1,4 +1,7 @@
-"""`llmc graph where-used | deps | neighbors | stats` (logic: llmc/graph/; docs/graph.md)."""
+"""`llmc graph where-used | deps | neighbors | stats` (logic: llmc/graph/; docs/graph.md).
+
+A running daemon answers (its graph is parsed once); without one (or with
+LLMC_NO_DAEMON=1) this process loads the graph."""
 
 from __future__ import annotations
 
@@ -54,6 +57,29 @@ def _graph_answer(graph: RepoGraph, query: str, as_json: bool, answer: Callable[
         raise click.exceptions.Exit(e.exit_code) from e
 
 
+def _daemon(root: Path, endpoint: str, params: dict[str, Any], as_json: bool) -> bool:
+    """Let a running daemon answer (its graph is loaded); False when none did.
+
+    The daemon's answer is the object `--json` prints, plus ``warnings`` (for stderr) and,
+    asked with ``text``, ``text``: the human output. An ambiguous name exits 2 as here.
+    """
+    from llmc.daemon.client import try_daemon
+    from llmc.errors import AmbiguousSymbolError
+
+    answer = try_daemon(root, f"graph/{endpoint}", {**params, "text": not as_json})
+    if answer is None:
+        return False
+    for warning in answer.pop("warnings", []):
+        click.echo(warning, err=True)
+    text = answer.pop("text", "")
+    if endpoint == "stats" and "summary" in answer:
+        answer = answer["summary"]
+    _emit(as_json, answer, lambda: [text])
+    if answer.get("ambiguous"):
+        raise click.exceptions.Exit(AmbiguousSymbolError.exit_code)
+    return True
+
+
 def _emit(as_json: bool, data: Any, lines: Callable[[], list[str]]) -> None:
     if as_json:
         render.print_json(data)
@@ -76,6 +102,8 @@ def graph_where_used_cmd(symbol: str, min_confidence: float, root: Path, as_json
     """Callers, importers, subclasses, tests and docs of SYMBOL."""
     from llmc.graph.report import usage_lines
 
+    if _daemon(root, "where-used", {"symbol": symbol, "min_confidence": min_confidence}, as_json):
+        return
     graph = _open_graph(root)
     usage = _graph_answer(graph, symbol, as_json, lambda: graph.where_used(symbol, min_confidence))
     _emit(as_json, usage.to_json(), lambda: usage_lines(usage))
@@ -96,6 +124,8 @@ def graph_deps_cmd(target: str, depth: int | None, root: Path, as_json: bool) ->
     from llmc.config import load_config
     from llmc.graph.report import deps_lines
 
+    if _daemon(root, "deps", {"target": target, "depth": depth}, as_json):
+        return
     graph = _open_graph(root)
     depth = depth or load_config(root).graph.deps_depth
     node = _graph_answer(graph, target, as_json, lambda: graph.resolve_one(target))
@@ -128,6 +158,9 @@ def graph_neighbors_cmd(
     """Every edge at TARGET, in and out, with type and confidence."""
     from llmc.graph.report import neighbor_lines
 
+    ask = {"target": target, "type": list(edge_types) or None, "direction": direction}
+    if _daemon(root, "neighbors", ask, as_json):
+        return
     graph = _open_graph(root)
     node = _graph_answer(graph, target, as_json, lambda: graph.resolve_one(target))
     edges = graph.neighbors(node, edge_types or None, direction)
@@ -149,6 +182,8 @@ def graph_stats_cmd(top: int, root: Path, as_json: bool) -> None:
     """Counts by node kind and edge type, resolution rates, top nodes by PageRank."""
     from llmc.graph.report import stats_lines
 
+    if _daemon(root, "stats", {"top": top}, as_json):
+        return
     summary = _open_graph(root).summary(top)
     _emit(as_json, summary, lambda: stats_lines(summary))
 

@@ -1,5 +1,6 @@
 """`llmc search`: flags become config overrides, the pipeline answers, render prints
-(logic: llmc/search/; a running daemon answers --json queries warm)."""
+(logic: llmc/search/). A running daemon answers every query warm, human output and
+--json alike; without one (or with LLMC_NO_DAEMON=1) this process searches."""
 
 from __future__ import annotations
 
@@ -67,15 +68,34 @@ def _stdin_queries() -> Iterator[str]:
         yield raw.rstrip(b"\r\n").decode("utf-8", "replace")
 
 
-def _search_one(root: Path, cfg: Config, query: str, ask: dict[str, Any], as_json: bool) -> None:
-    """One query: a running daemon answers --json warm, else this process searches."""
-    from llmc.daemon.client import try_daemon
-    from llmc.search import Searcher
+def _ask_daemon(
+    root: Path, cfg: Config, query: str, ask: dict[str, Any], as_json: bool
+) -> dict[str, Any] | None:
+    """A running daemon's answer (warm models), or None: then this process searches.
 
-    answer = try_daemon(root, "search", {"query": query, **ask}, cfg) if as_json else None
+    Human output asks for ``extras`` (highlights, snippet lines) so it prints the same."""
+    from llmc.daemon.client import try_daemon
+
+    payload = {"query": query, **ask, **({} if as_json else {"extras": True})}
+    return try_daemon(root, "search", payload, cfg)
+
+
+def _print_answer(answer: dict[str, Any], as_json: bool, explain: bool, con: Any = None) -> None:
+    if as_json:
+        return render.print_json(answer)
+    from llmc.daemon.answers import search_response
+
+    render.print_search(con or render.console(), search_response(answer), explain)
+
+
+def _search_one(root: Path, cfg: Config, query: str, ask: dict[str, Any], as_json: bool) -> None:
+    """One query: a running daemon answers warm, else this process searches."""
+    answer = _ask_daemon(root, cfg, query, ask, as_json)
     if answer is not None:
         _log_query(root, cfg, answer)  # learn.log_queries (llmc/learn/querylog.py)
-        return render.print_json(answer)
+        return _print_answer(answer, as_json, ask["explain"])
+    from llmc.search import Searcher
+
     with Searcher(root, cfg) as searcher:
         response = searcher.search(query, **ask)
     _log_query(root, cfg, response.to_json())
@@ -87,24 +107,39 @@ def _search_one(root: Path, cfg: Config, query: str, ask: dict[str, Any], as_jso
 
 def _search_batch(root: Path, cfg: Config, ask: dict[str, Any], as_json: bool) -> int:
     """One query per stdin line, one answer each; a failed query is an error object and
-    the batch goes on (a missing index stops it). Returns how many failed."""
+    the batch goes on (a missing index stops it). A running daemon answers while it
+    does; once it does not, this process searches the rest. Returns how many failed."""
+    from contextlib import ExitStack
+
     from llmc.errors import IndexMissingError, LlmcError
-    from llmc.search import Searcher
 
     failed = 0
     con = render.console()
-    with Searcher(root, cfg) as searcher:
-        searcher.warm()
+    searcher: Any = None
+    use_daemon = True
+    with ExitStack() as stack:
         for q in _stdin_queries():
             try:
-                response = searcher.search(q, **ask)
+                answer = _ask_daemon(root, cfg, q, ask, as_json) if use_daemon else None
+                if answer is None:
+                    use_daemon = False
+                    if searcher is None:
+                        from llmc.search import Searcher
+
+                        searcher = stack.enter_context(Searcher(root, cfg))
+                        searcher.warm()
+                    response = searcher.search(q, **ask)
             except IndexMissingError:
                 raise
             except LlmcError as e:
                 failed += 1
                 render.print_search_error(q, e, as_json)
                 continue
-            if as_json:
+            if answer is not None:
+                if not as_json:
+                    con.print(f"» {answer['query']}", markup=False, style="bold")
+                _print_answer(answer, as_json, ask["explain"], con)
+            elif as_json:
                 render.print_json(response.to_json())
             else:
                 con.print(f"» {response.query}", markup=False, style="bold")

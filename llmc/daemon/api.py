@@ -218,6 +218,31 @@ def deps(ctx: Context, p: dict) -> dict:
     return _graph_errors(lambda: ctx.engine.deps(target, depth, text))
 
 
+EDGE_TYPES = ("defines", "calls", "imports", "inherits", "tests", "mentions")
+
+
+def neighbors(ctx: Context, p: dict) -> dict:
+    check_known(p, ("target", "type", "direction", "text"))
+    target = _str(p, "target", required=True, max_len=1000)
+    types = p.get("type")
+    if isinstance(types, str):
+        types = [t for t in types.split(",") if t]
+    if types is not None and (
+        not isinstance(types, list) or not all(t in EDGE_TYPES for t in types)
+    ):
+        raise bad(f"type must be a list of {', '.join(EDGE_TYPES)}")
+    direction = _choice(p, "direction", ("out", "in", "both")) or "both"
+    text = _bool(p, "text")
+    return _graph_errors(lambda: ctx.engine.neighbors(target, types or None, direction, text))
+
+
+def graph_stats(ctx: Context, p: dict) -> dict:
+    check_known(p, ("top", "text"))
+    top = _int(p, "top", 0, 1000)
+    text = _bool(p, "text")
+    return _graph_errors(lambda: ctx.engine.graph_stats(10 if top is None else top, text))
+
+
 def feedback(ctx: Context, p: dict) -> dict:
     """Thumbs up/down (or a 0-3 grade) on one result, into .llmc/judgments.jsonl (llmc/learn)."""
     check_known(p, ("query", "path", "start_line", "end_line", "vote", "grade", "client", "symbol"))
@@ -267,6 +292,8 @@ ENDPOINTS: dict[str, Endpoint] = {
         Endpoint("reindex", ("POST",), reindex, status=202),
         Endpoint("graph/where-used", ("GET", "POST"), where_used),
         Endpoint("graph/deps", ("GET", "POST"), deps),
+        Endpoint("graph/neighbors", ("GET", "POST"), neighbors),
+        Endpoint("graph/stats", ("GET", "POST"), graph_stats),
         Endpoint("feedback", ("POST",), feedback),
         Endpoint("shutdown", ("POST",), shutdown, status=202),
     )

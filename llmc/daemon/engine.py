@@ -455,6 +455,18 @@ class Engine:
 
         return graphapi.deps(self.root, self.cfg, target, depth, text)
 
+    def neighbors(
+        self, target: str, edge_types: list[str] | None, direction: str, text: bool = False
+    ) -> dict:
+        from llmc.daemon import graphapi
+
+        return graphapi.neighbors(self.root, target, edge_types, direction, text)
+
+    def graph_stats(self, top: int = 10, text: bool = False) -> dict:
+        from llmc.daemon import graphapi
+
+        return graphapi.stats(self.root, top, text)
+
     # -- status -----------------------------------------------------------------------------
     def index_info(self) -> dict[str, Any]:
         from llmc.store.db import Store

@@ -1,7 +1,9 @@
 """Graph queries for the daemon and MCP: the objects `llmc graph … --json` prints.
 
-``where_used`` answers ``usage.to_json()``; ``deps`` answers ``{target, depth, deps}``; an
-ambiguous name answers ``{query, ambiguous: true, candidates}`` (the CLI exits 2 on it).
+``where_used`` answers ``usage.to_json()``; ``deps`` answers ``{target, depth, deps}``;
+``neighbors`` ``{target, edges}``; ``stats`` ``{summary}`` (the object `llmc graph stats
+--json` prints); an ambiguous name answers ``{query, ambiguous: true, candidates}`` (the
+CLI exits 2 on it).
 Each answer also carries ``warnings`` (a stale-graph line, for stderr) and, when asked
 for with ``text``, ``text``: the CLI's human output, so `llmc graph` without ``--json``
 can print a daemon's answer as it is. The graph is loaded through ``load_graph``, which
@@ -82,4 +84,39 @@ def deps(
     return out
 
 
-__all__ = ["deps", "where_used"]
+def neighbors(
+    root: Path,
+    target: str,
+    edge_types: list[str] | None = None,
+    direction: str = "both",
+    text: bool = False,
+) -> dict[str, Any]:
+    from llmc.errors import AmbiguousSymbolError
+    from llmc.graph.report import neighbor_lines
+
+    graph, warnings = _open(root)
+    try:
+        node = graph.resolve_one(target)
+    except AmbiguousSymbolError as e:
+        out = _ambiguous(graph, target, e.candidates, text)
+    else:
+        edges = graph.neighbors(node, edge_types or None, direction)
+        out = {"target": graph.node(node).to_json(), "edges": [e.to_json() for e in edges]}
+        if text:
+            out["text"] = "\n".join(neighbor_lines(graph, node, edges))
+    out["warnings"] = warnings
+    return out
+
+
+def stats(root: Path, top: int = 10, text: bool = False) -> dict[str, Any]:
+    from llmc.graph.report import stats_lines
+
+    graph, warnings = _open(root)
+    summary = graph.summary(top)
+    out: dict[str, Any] = {"summary": summary, "warnings": warnings}
+    if text:
+        out["text"] = "\n".join(stats_lines(summary))
+    return out
+
+
+__all__ = ["deps", "neighbors", "stats", "where_used"]

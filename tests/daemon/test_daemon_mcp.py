@@ -108,3 +108,13 @@ def test_mcp_in_process_without_a_daemon(shared_daemon):
     assert "app/server.js:" in search["content"][0]["text"]
     assert out[2]["result"]["isError"]
     assert "NoSuchSymbolAnywhere" in out[2]["result"]["content"][0]["text"]
+
+
+def test_mcp_honours_llmc_no_daemon(shared_daemon, daemon_env):
+    cmd = [sys.executable, "-m", "llmc", "mcp", "--repo", str(shared_daemon.root)]
+    out = _session(
+        cmd,
+        {**daemon_env, "LLMC_NO_DAEMON": "1"},
+        [INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"}, _call(2, "status", {})],
+    )
+    assert out[1]["result"]["structuredContent"]["daemon"] is False  # a daemon runs, unused
