@@ -269,3 +269,21 @@ def test_cli_pool_goes_with_the_questions_task_alone():
 
     out = CliRunner().invoke(main, ["eval", "--protocol", "--pool"])
     assert out.exit_code == 2 and "--task questions alone" in out.output
+
+
+def test_run_protocol_runs_the_questions_task_through_run_py(fixture_project, monkeypatch):
+    from llmc.eval.protocol import run_protocol
+
+    fx = fixture_project
+    monkeypatch.setattr(Q, "QUESTIONS_DIR", fx.base)
+    kw = {"cache_dir": fx.cache, "fetch": fx.fetch}
+    out, n, _ = Q.pool_project(fx.sp, ["grep"], depth=10, **kw)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    out.write_text("".join(json.dumps({**r, "grade": 1}) + "\n" for r in rows))
+    assert Q.merge(out, "tester") == {"proj": n}
+    other = SplitProject(Project("noquestions", "1.0", "0" * 64), "test")
+    report = run_protocol(
+        projects=[fx.sp, other], tasks=("questions",), systems=("grep",), resamples=50, **kw
+    )
+    assert [r.project.name for r in report.runs] == ["proj"]  # no question file: not run
+    assert report.runs[0].task == "questions" and report.pooled["questions"].n == 2

@@ -256,12 +256,13 @@ def parse_question_file(doc: object, source: str = "<questions>") -> QuestionFil
     return QuestionFile(doc["project"], doc["version"], tuple(questions))
 
 
-def question_path(project: str, base: Path = QUESTIONS_DIR) -> Path:
-    return base / f"{project}.json"
+def question_path(project: str, base: Path | None = None) -> Path:
+    """The project's question file (``base``: default ``QUESTIONS_DIR``, read at call time)."""
+    return (base or QUESTIONS_DIR) / f"{project}.json"
 
 
-def judged_path(project: str, base: Path = QUESTIONS_DIR) -> Path:
-    return base / f"{project}.judged.jsonl"
+def judged_path(project: str, base: Path | None = None) -> Path:
+    return (base or QUESTIONS_DIR) / f"{project}.judged.jsonl"
 
 
 def load_question_file(path: Path) -> QuestionFile:
@@ -540,7 +541,7 @@ class Prepared:
     cfg: Any
 
 
-def with_questions(chosen: Sequence[Any], base: Path = QUESTIONS_DIR) -> list[Any]:
+def with_questions(chosen: Sequence[Any], base: Path | None = None) -> list[Any]:
     """The SplitProjects among ``chosen`` that have a question file."""
     return [sp for sp in chosen if question_path(sp.project.name, base).is_file()]
 
@@ -550,7 +551,7 @@ def prepare(
     cache_dir: Path,
     fetch: Any,
     progress: Any = None,
-    base: Path = QUESTIONS_DIR,
+    base: Path | None = None,
     index: bool = True,
 ) -> Prepared:
     from llmc.config import load_config
@@ -648,7 +649,7 @@ def _span_info(
 
 def pool_project(
     sp: Any, systems: Sequence[str], *, cache_dir: Path, fetch: Any, searcher_factory: Any = None,
-    progress: Any = None, base: Path = QUESTIONS_DIR, depth: int = POOL_DEPTH,
+    progress: Any = None, base: Path | None = None, depth: int = POOL_DEPTH,
 ) -> tuple[Path, int, dict[str, int]]:  # fmt: skip
     """Run every system; write the unjudged top-``depth`` results (one line per question ×
     span, sorted by question and place, with no word of which system returned it, so the
@@ -682,7 +683,7 @@ def pool_project(
     return out, len(todo), per_system
 
 
-def merge(tojudge: Path, judge: str = "", base: Path = QUESTIONS_DIR) -> dict[str, int]:
+def merge(tojudge: Path, judge: str = "", base: Path | None = None) -> dict[str, int]:
     """Append the graded lines of a to-judge file to their projects' judged files (lines
     already judged for that question and span are not added twice). Returns lines added
     per project."""
@@ -720,7 +721,7 @@ def merge(tojudge: Path, judge: str = "", base: Path = QUESTIONS_DIR) -> dict[st
 def run_project(
     sp: Any, systems: Sequence[str], *, cache_dir: Path, k: int = K, resamples: int = 2000,
     seed: int = 0, fetch: Any, searcher_factory: Any = None, progress: Any = None,
-    base: Path = QUESTIONS_DIR, allow_unjudged: bool = False,
+    base: Path | None = None, allow_unjudged: bool = False,
 ) -> Any:  # fmt: skip
     """One project under this task, as a ``run.ProjectRun``. Refuses (EvalError) when a
     system's top 5 holds a result no label covers, unless ``allow_unjudged`` (then each
@@ -772,7 +773,7 @@ def _resolve(
     chosen = with_questions(select_projects(split, list(projects)), base)
     if not chosen:
         raise EvalError(
-            f"no project of the {split} split{' named' if projects else ''} has a question file in {base}"
+            f"no project of the {split} split{' named' if projects else ''} has a question file in {base or QUESTIONS_DIR}"
         )
     return chosen, [s for s in names if s in available], [s for s in names if s not in available]
 
@@ -787,7 +788,7 @@ def _cache(cache_dir: Path | None) -> Path:
 def pool(
     split: str = "test", projects: Sequence[str] = (), systems: Sequence[str] | None = None, *,
     cache_dir: Path | None = None, fetch: Any = None, searcher_factory: Any = None,
-    progress: Any = None, base: Path = QUESTIONS_DIR, depth: int = POOL_DEPTH,
+    progress: Any = None, base: Path | None = None, depth: int = POOL_DEPTH,
 ) -> dict[str, tuple[Path, int, dict[str, int]]]:  # fmt: skip
     """``llmc eval --protocol --task questions --pool``: pool every project with questions
     (every system of ``run.SYSTEMS`` by default) to ``depth`` (5; up to k = 10 to judge
@@ -814,7 +815,7 @@ def pool(
 
 
 def check(split: str = "test", projects: Sequence[str] = (), *, cache_dir: Path | None = None,
-          fetch: Any = None, progress: Any = None, base: Path = QUESTIONS_DIR) -> dict[str, str]:  # fmt: skip
+          fetch: Any = None, progress: Any = None, base: Path | None = None) -> dict[str, str]:  # fmt: skip
     """Load, fit and anchor every question file (indexing the archives); a line per project."""
     from llmc.eval.projects import fetch_project
 
@@ -833,7 +834,7 @@ def check(split: str = "test", projects: Sequence[str] = (), *, cache_dir: Path 
 def run_questions(
     split: str = "test", projects: Sequence[str] = (), systems: Sequence[str] | None = None, *,
     seed: int = 0, resamples: int = 2000, cache_dir: Path | None = None, fetch: Any = None,
-    searcher_factory: Any = None, progress: Any = None, base: Path = QUESTIONS_DIR,
+    searcher_factory: Any = None, progress: Any = None, base: Path | None = None,
     allow_unjudged: bool = False,
 ) -> Any:  # fmt: skip
     """This task alone as a ``run.ProtocolReport`` (what ``run_protocol(tasks=("questions",))``
@@ -863,10 +864,10 @@ def run_questions(
     )
 
 
-def counts(base: Path = QUESTIONS_DIR) -> dict[str, dict[str, int]]:
+def counts(base: Path | None = None) -> dict[str, dict[str, int]]:
     """Per project with a question file: questions by intent, judgments by grade."""
     out = {}
-    for path in sorted(base.glob("*.json")):
+    for path in sorted((base or QUESTIONS_DIR).glob("*.json")):
         qf = load_question_file(path)
         row = {
             "questions": len(qf.questions),
