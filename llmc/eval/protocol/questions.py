@@ -13,7 +13,9 @@ Judging workflow (for anyone writing questions for a project)::
     # 3. judge: open that file, read each span (its text is in the line), set "grade" 0-3
     #    (leave null to skip), then append the graded lines to the judged file:
     python -m llmc.eval.protocol.questions merge <to-judge file> --judge NAME
-    #    (repeat 2-3 until the pool command reports 0 to judge)
+    #    (repeat 2-3 until the pool command reports 0 to judge; optionally pool ranks 6-10
+    #    too, so nothing the @10 metrics see is unjudged:
+    #    python -m llmc.eval.protocol.questions pool --project sqlparse --depth 10)
     # 4. report: every system, per project and pooled, CIs, paired tests, Code@3; refuses
     #    while any system's top 5 holds an unjudged result
     llmc eval --protocol --task questions [--project sqlparse]
@@ -57,6 +59,10 @@ Matching a result (an index span: path, start_line, end_line) to a label:
   of one span never grades a wider or a neighbouring one;
 - a result is **covered** when it matches an answer or lies within a judged span of any
   grade (0 included). Pooling lists the top-5 results no label covers.
+
+Judged spans are index spans: when the chunker or a system changes what it returns, the new
+spans are unjudged, the report refuses, and pooling again lists them (answers, anchored by
+symbol or heading, follow the code).
 
 Metrics per question (k = 10, ``llmc.eval.metrics``' credit rule: each label is credited at
 most once, to the best-ranked result it matches, which takes the highest-graded label it
