@@ -16,16 +16,21 @@ format, file-level judgments), committed so they are reproducible and reviewable
   A commit is skipped (the reason counted) when ``llmc.learn.gitmine.skip_reason`` says so
   (merge, revert, version bump, formatting only, fewer than three words) or its subject,
   cleaned by ``gitmine.clean_subject``, is trivial (typo / spelling / wording fixes,
-  pre-commit or dependency updates; conventional ``ci``, ``build``, ``deps``, ``test``,
-  ``style``, ``chore(deps)`` commits), when it changes more than ``MAX_FILES`` files,
-  or when none of the files it changed that exist in the base snapshot and llmc would
-  index there is source code or documentation. The query is the cleaned subject alone
-  (no body).
+  pre-commit or dependency updates, "Update README.md"-style subjects naming only a file;
+  conventional ``ci``, ``build``, ``deps``, ``test``, ``style``, ``chore(deps)``
+  commits), when it changes more than ``MAX_FILES`` files, when it changes a source or
+  documentation file the base snapshot does not have (it adds the very thing the subject
+  names: the corpus cannot answer it), or when none of the files it changed that exist
+  in the base snapshot and llmc would index there is source code or documentation. The
+  query is the cleaned subject alone (no body; ``subject_query``: also without ``[tag]``
+  prefixes, an emptied ``(fixes )`` or a trailing ``closes``); a subject seen before in
+  the project is dropped.
 - **Judgments, file level:** each changed file present (and indexable) in the base
   snapshot: grade 3 for source code (a code language other than configuration formats:
   JSON, YAML, TOML, INI, XML, make, Dockerfile...) outside tests; grade 3 for
   documentation (Markdown, reStructuredText) when the commit changed no source file,
-  else grade 2; grade 1 for tests and configuration files. Changelogs, authors, licence
+  else grade 2; grade 1 for tests, configuration files and project-process documents
+  (CONTRIBUTING, SECURITY, Release-Process, code of conduct, governance...). Changelogs, authors, licence
   and lock files are never judged (``gitmine.never_judged``). Intent: ``code`` when
   source changed and no documentation, ``docs`` when only documentation (besides tests
   and configuration), ``mixed`` when both.
