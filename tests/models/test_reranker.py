@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from llmc.errors import ModelError
 from llmc.models.reranker import (
     DEFAULT_MODEL_ID,
     SHIPPED_DIR,
+    WEIGHTS,
     CrossEncoderReranker,
     get_reranker,
     passage_text,
@@ -118,7 +120,9 @@ def test_default_resolves_offline_from_the_package(monkeypatch):
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
     cfg = load_config().rerank
     assert cfg.model == "default"
-    assert resolve_model(cfg.model) == (DEFAULT_MODEL_ID, str(SHIPPED_DIR))
+    model_id, source = resolve_model(cfg.model)
+    assert model_id == DEFAULT_MODEL_ID
+    assert (Path(source) / "model.safetensors").is_file()  # made whole from the shipped layers
     model = reranker_from_config(cfg)
     assert model.model_id == DEFAULT_MODEL_ID
     assert model is reranker_from_config(RerankConfig())  # loaded once per process
@@ -155,9 +159,9 @@ def test_span_passage_is_path_then_text():
 def test_shipped_model_is_fp16_small_packaged_and_documented():
     from safetensors import safe_open
 
-    weights = SHIPPED_DIR / "model.safetensors"
+    weights = SHIPPED_DIR / WEIGHTS  # the layers; the word table comes from the base package
     total = sum(f.stat().st_size for f in SHIPPED_DIR.iterdir() if f.is_file())
-    assert weights.stat().st_size <= 50 * 1024 * 1024 and total <= 50 * 1024 * 1024
+    assert weights.stat().st_size <= 25 * 1024 * 1024 and total <= 25 * 1024 * 1024
     with safe_open(str(weights), framework="pt") as fh:
         dtypes = {str(fh.get_slice(k).get_dtype()) for k in fh.keys()}  # noqa: SIM118
     assert dtypes == {"F16"}
