@@ -1,0 +1,183 @@
+"""The learned ranker at query time: features by hand, the tree walk by hand, the shipped
+model, and the pipeline with it on the fixture repo (real model, indexed once)."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from llmc.config import load_config
+from llmc.search import Searcher
+from llmc.search.features import (
+    FEATURES,
+    MISSING_RANK,
+    MISSING_REL,
+    MISSING_SCORE,
+    QueryInfo,
+    SpanMeta,
+    build_pool,
+    path_class,
+)
+from llmc.search.learned import load_model, model_from_json, rank_pool
+from llmc.search.types import Hit, RankedList, RouteDecision
+
+COL = {name: i for i, name in enumerate(FEATURES)}
+
+
+def decision(p_code: float = 0.8, intent: str = "code") -> RouteDecision:
+    return RouteDecision(intent, p_code, {"code": 1.0, "docs": 0.5}, abs(2 * p_code - 1))
+
+
+def meta(span_id: int, path: str, kind: str = "function", symbol: str = "") -> SpanMeta:
+    category = "doc" if path.endswith(".md") else "code"
+    return SpanMeta(span_id, path, category, kind, symbol, symbol, 1, 10, 0)
+
+
+def test_features_ranks_scores_and_sentinels() -> None:
+    lists = [
+        RankedList("bm25", "code", (Hit(1, 8.0), Hit(2, 4.0))),
+        RankedList("dense", "code", (Hit(2, 0.9), Hit(3, 0.6))),
+        RankedList("bm25", "doc", (Hit(4, 2.0),)),
+    ]
+    metas = {
+        1: meta(1, "src/shop/cart.py", symbol="apply_discount"),
+        2: meta(2, "tests/test_cart.py", symbol="test_discount"),
+        3: meta(3, "examples/demo.py", kind="module"),
+        4: meta(4, "docs/guide.md", kind="section", symbol="Discounts"),
+    }
+    pool = build_pool(lists, QueryInfo("apply a discount code", decision(), pinned=(1,)), metas)
+    assert pool.span_ids == (1, 2, 3, 4)
+    row = {sid: pool.matrix[i] for i, sid in enumerate(pool.span_ids)}
+    assert row[2][COL["bm25.code:rank"]] == 2
+    assert row[2][COL["bm25.code:rel"]] == pytest.approx(0.5)
+    assert row[2][COL["dense.code:rank"]] == 1
+    assert row[3][COL["dense.code:rel"]] == pytest.approx(0.6 - 0.9)
+    # not retrieved by a list: its sentinels
+    assert row[1][COL["dense.code:rank"]] == MISSING_RANK
+    assert row[1][COL["dense.code:score"]] == MISSING_SCORE
+    assert row[1][COL["dense.code:rel"]] == MISSING_REL
+    assert row[4][COL["exact:rank"]] == MISSING_RANK
+    # over lists
+    assert row[2][COL["pool:n_lists"]] == 2
+    assert row[2][COL["pool:rrf"]] == pytest.approx(1 / 62 + 1 / 61)
+    assert row[1][COL["pool:pinned"]] == 1 and row[2][COL["pool:pinned"]] == 0
+    # the query: router probabilities are features
+    assert row[3][COL["query:p_code"]] == pytest.approx(0.8)
+    assert row[3][COL["query:intent_code"]] == 1
+    # the span and its path class
+    assert row[2][COL["path:test"]] == 1 and row[1][COL["path:test"]] == 0
+    assert row[3][COL["path:example"]] == 1
+    assert row[4][COL["path:docs"]] == 1 and row[4][COL["span:is_code"]] == 0
+    assert row[4][COL["span:kind_section"]] == 1
+    # query words "apply", "discount", "code" against the symbol apply_discount
+    assert row[1][COL["overlap:symbol"]] == pytest.approx(2 / 3)
+
+
+def test_path_class() -> None:
+    assert path_class("tests/test_x.py")["path:test"] == 1
+    assert path_class("src/pkg/mod_test.py")["path:test"] == 1
+    assert path_class("docs/api/index.rst")["path:docs"] == 1
+    assert path_class("CHANGES.md")["path:docs"] == 1
+    assert path_class("examples/run.py")["path:example"] == 1
+    assert path_class("types/index.d.ts")["path:stub"] == 1
+    assert path_class("README.md")["path:readme"] == 1
+    assert path_class("a/b/c.py")["path:depth"] == 2
+    assert path_class("src/pkg/core.py")["path:test"] == 0
+
+
+def hand_model() -> dict:
+    """Two trees over FEATURES: tree 0 splits on bm25.code:rank <= 1.5 (left +1, right -1);
+    tree 1 on path:test <= 0.5 (left +0.5, right -0.5)."""
+    return {
+        "format": "llmc-ranker-v1",
+        "features": list(FEATURES),
+        "depth": 1,
+        "trees": [
+            {
+                "feature": [COL["bm25.code:rank"], -1, -1],
+                "threshold": [1.5, 0, 0],
+                "left": [1, 0, 0],
+                "right": [2, 0, 0],
+                "value": [0.0, 1.0, -1.0],
+            },
+            {
+                "feature": [COL["path:test"], -1, -1],
+                "threshold": [0.5, 0, 0],
+                "left": [1, 0, 0],
+                "right": [2, 0, 0],
+                "value": [0.1, 0.5, -0.5],
+            },
+        ],
+    }
+
+
+def test_tree_walk_by_hand() -> None:
+    model = model_from_json(hand_model())
+    x = np.zeros((3, len(FEATURES)), dtype=np.float32)
+    x[0, COL["bm25.code:rank"]] = 1  # +1, not a test: +0.5
+    x[1, COL["bm25.code:rank"]] = 2  # -1, a test: -0.5
+    x[1, COL["path:test"]] = 1
+    x[2, COL["bm25.code:rank"]] = MISSING_RANK  # -1, +0.5
+    assert model.predict(x).tolist() == pytest.approx([1.5, -1.5, -0.5])
+    shares = model.contributions(x[1])
+    assert shares == pytest.approx({"bm25.code:rank": -1.0, "path:test": -0.6})
+
+
+def test_rank_pool_orders_by_model_and_explains() -> None:
+    lists = [RankedList("bm25", "code", (Hit(7, 3.0), Hit(8, 2.0)))]
+    metas = {7: meta(7, "tests/test_a.py"), 8: meta(8, "src/a.py")}
+    pool = build_pool(lists, QueryInfo("a", decision()), metas)
+    ranked, explained = rank_pool(pool, model_from_json(hand_model()), explain_top=2)
+    # 7: rank 1 (+1) but a test (-0.5) = 0.5; 8: rank 2 (-1), not a test (+0.5) = -0.5
+    assert [c.span_id for c in ranked] == [7, 8]
+    assert ranked[0].score == pytest.approx(0.5)
+    assert ranked[0].contributions == {"bm25.code": pytest.approx(1.0)}
+    assert explained[8]["path:test"] == pytest.approx(0.4)
+
+
+def test_shipped_model_loads() -> None:
+    model = load_model("default")
+    assert model.features == FEATURES
+    assert model.trees > 0
+    scores = model.predict(np.zeros((2, len(FEATURES)), dtype=np.float32))
+    assert scores.shape == (2,) and np.isfinite(scores).all()
+
+
+@pytest.fixture(scope="module")
+def learned(indexed_repo):
+    cfg = copy.deepcopy(load_config(indexed_repo))
+    cfg.search.ranker = "learned"
+    cfg.search.hyde = False
+    with Searcher(indexed_repo, cfg) as s:
+        yield s
+
+
+def test_pipeline_with_the_shipped_model(learned) -> None:
+    response = learned.search("Reduce the total by the percentage in a discount code", k=5)
+    assert response.results[0].path == "src/shop/cart.py"
+    assert response.results[0].symbol == "apply_discount"
+    assert "ranker" in response.timings_ms and "fusion" not in response.timings_ms
+    assert not response.warnings
+
+
+def test_pool_holds_every_list_and_explain_names_features(learned) -> None:
+    pool = learned.candidate_pool("charge a card payment")
+    assert len(pool) == pool.matrix.shape[0] and pool.matrix.shape[1] == len(FEATURES)
+    names = {n for r in pool.ranks for n in r}
+    assert {"bm25.code", "dense.code", "dense.doc"} <= names  # both routes, not gated
+    response = learned.search("charge a card payment", k=3, explain=True)
+    notes = [s.note for s in response.explain.stages if s.stage == "ranker"]
+    assert notes and "learned ranker" in notes[0]
+    assert any(":" in n and ("+" in n or "-" in n) for n in notes[1:])
+
+
+def test_missing_model_falls_back_to_fusion(indexed_repo, tmp_path) -> None:
+    cfg = copy.deepcopy(load_config(indexed_repo))
+    cfg.search.ranker = "learned"
+    cfg.search.ranker_model = str(tmp_path / "nope.json")
+    with Searcher(indexed_repo, cfg) as s:
+        response = s.search("ShoppingCart")
+    assert response.results and "fusion" in response.timings_ms
+    assert any("ranker model" in w for w in response.warnings)
