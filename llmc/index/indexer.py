@@ -21,7 +21,7 @@ import errno
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -30,9 +30,11 @@ import numpy as np
 from llmc.config import Config
 from llmc.errors import StoreError
 from llmc.index.backfill import Backfill, Coverage, coverage
+from llmc.index.chunk_pool import ChunkPool
 from llmc.index.walk import WalkedFile, read_text, walk
 from llmc.paths import db_path, ensure_state_dir, lexical_path, lock_path
 from llmc.store.db import Store, embed_hash, quarantine
+from llmc.store.lexical import Fields
 from llmc.store.sqlite import database_error, integrity_problem
 from llmc.types import CODE, DOC, IndexSummary, SkippedFile, Span, StoredSpan, text_hash
 
@@ -40,6 +42,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SPANS_PER_SECOND = 40.0  # used by --dry-run before any throughput was measured
 WRITE_BATCH_FILES = 256  # files whose cached vectors are looked up together
+CHUNK_BATCH_FILES = 512  # files read before they are chunked (in parallel when many)
 
 
 class Progress(Protocol):
@@ -68,6 +71,7 @@ class _Parsed:
     category: str | None
     content_hash: str
     spans: list[Span]
+    fields: list[Fields] | None = None  # the spans' lexical fields, when workers made them
 
 
 @dataclass
@@ -75,25 +79,20 @@ class IndexReport(IndexSummary):
     """``IndexSummary`` plus the vectors: how many spans have one after the run, and
     whether the backfill ran to the end (``done``), was skipped (``deferred``,
     ``--no-vectors``) or stopped early (``stopped``: a daemon's stop callback, or the model
-    changed under it)."""
+    changed under it); and the CPU seconds of each phase next to their wall ``timings``.
+    ``searchable_seconds`` is when BM25 and exact symbols answered (the lexical index
+    committed); the graph follows (``timings["graph"]``), then the vectors."""
 
     vectors: Coverage | None = None
     backfill: str = "done"
+    cpu_timings: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         out = super().to_json()
+        out["cpu_timings"] = self.cpu_timings
         out["backfill"] = self.backfill
         out["vectors"] = self.vectors.to_json() if self.vectors is not None else None
         return out
-
-
-def _chunk(rel: str, text: str, cfg: Config) -> tuple[str | None, str | None, list[Span]]:
-    from llmc.index.chunk import chunk_file
-    from llmc.languages import detect_language
-
-    first_line = text.split("\n", 1)[0][:200]
-    lang, category = detect_language(rel, first_line)
-    return lang, category, chunk_file(rel, text, lang, category, cfg.index)
 
 
 class Indexer:
@@ -178,7 +177,7 @@ class Indexer:
 
     def _backfill(self, lock, summary: IndexReport, stop: Callable[[], bool] | None) -> None:
         """Embed what is missing, chunk by chunk, each chunk committed under the lock."""
-        mark = time.perf_counter()
+        mark = _mark()
         store = self._open_store(lock)
         try:
             job = Backfill(
@@ -315,7 +314,7 @@ class Indexer:
             summary.repaired.append("lexical")
 
         self.progress.phase("scanning", None)
-        mark = time.perf_counter()
+        mark = _mark()
         walked = walk(self.root, self.cfg.index)
         summary.skipped = list(walked.skipped)
         summary.files_seen = len(walked.files)
@@ -331,24 +330,24 @@ class Indexer:
 
         if not parsed and not removed:
             summary.generation = store.generation
+            summary.searchable_seconds = time.perf_counter() - started
             self._finish_derived(store, lexical, [], [], summary)
             _lap(summary, "graph", mark)
-            summary.searchable_seconds = time.perf_counter() - started
             self._totals(store, summary)
             return summary
 
         generation = store.bump_generation()
         summary.generation = generation
-        written = self._write(store, parsed, generation, spaces, summary)
+        written, fields = self._write(store, parsed, generation, spaces, summary)
         summary.files_removed = store.remove_files(removed)
         mark = _lap(summary, "write", mark)
         changed_paths = [p.file.path for p in parsed]
         store.make_durable()
-        lexical.update([*removed, *changed_paths], written, generation)
+        lexical.update([*removed, *changed_paths], written, generation, fields)
         mark = _lap(summary, "lexical", mark)
+        summary.searchable_seconds = time.perf_counter() - started  # BM25 and exact answer
         self._finish_derived(store, lexical, changed_paths, removed, summary)
         _lap(summary, "graph", mark)
-        summary.searchable_seconds = time.perf_counter() - started
         store.prune_cache([self.model_id(c) for c in (CODE, DOC)])
         store.set_meta("indexed_at", str(time.time()))
         self._totals(store, summary)
@@ -425,41 +424,57 @@ class Indexer:
         out: list[_Parsed] = []
         known_skips = store.skipped_files() if store is not None else {}
         new_skips: list[tuple[str, int, int, str, str]] = []
-        for f in files:
-            self.progress.advance()
-            prior = known_skips.get(f.path)
-            if not full and prior is not None and prior[:2] == (f.size, f.mtime_ns):
-                summary.skipped.append(SkippedFile(f.path, prior[2], prior[3]))
-                continue
-            read = read_text(self.root, f.path)
-            if read.skipped is not None:
-                summary.skipped.append(read.skipped)
-                new_skips.append(
-                    (f.path, f.size, f.mtime_ns, read.skipped.reason, read.skipped.detail)
-                )
-                continue
-            digest = text_hash(read.text)
-            rec = known.get(f.path)
-            if not full and rec is not None and rec.content_hash == digest:
-                if store is not None:
-                    store.touch_file(f.path, f.size, f.mtime_ns)
-                summary.files_unchanged += 1
-                continue
-            try:
-                lang, category, spans = _chunk(f.path, read.text, self.cfg)
-            except Exception as e:  # noqa: BLE001 - one bad file never stops the run
-                log.debug("chunking %s failed: %s", f.path, e, exc_info=True)
-                summary.skipped.append(SkippedFile(f.path, "parse-error", str(e)[:200]))
-                continue
-            if languages and (lang or "text") not in languages:
-                summary.skipped.append(
-                    SkippedFile(f.path, "language-not-selected", f"{lang} not in index.languages")
-                )
-                continue
-            out.append(_Parsed(f, lang, category, digest, spans))
-            summary.files_by_lang[lang or "text"] = summary.files_by_lang.get(lang or "text", 0) + 1
-            for s in spans:
-                summary.spans_by_kind[s.kind] = summary.spans_by_kind.get(s.kind, 0) + 1
+        pending: list[tuple[WalkedFile, str, str]] = []  # read, changed: to chunk
+
+        def chunk_pending(pool: ChunkPool) -> None:
+            items = [(f.path, text) for f, text, _ in pending]
+            for (f, _, digest), got in zip(pending, pool.chunk(items, self.cfg.index), strict=True):
+                self.progress.advance()
+                if isinstance(got, str):
+                    summary.skipped.append(SkippedFile(f.path, "parse-error", got[:200]))
+                    continue
+                lang, category, spans, fields = got
+                if languages and (lang or "text") not in languages:
+                    summary.skipped.append(
+                        SkippedFile(
+                            f.path, "language-not-selected", f"{lang} not in index.languages"
+                        )
+                    )
+                    continue
+                out.append(_Parsed(f, lang, category, digest, spans, fields))
+                key = lang or "text"
+                summary.files_by_lang[key] = summary.files_by_lang.get(key, 0) + 1
+                for s in spans:
+                    summary.spans_by_kind[s.kind] = summary.spans_by_kind.get(s.kind, 0) + 1
+            pending.clear()
+
+        with ChunkPool(len(files)) as pool:
+            for f in files:
+                prior = known_skips.get(f.path)
+                if not full and prior is not None and prior[:2] == (f.size, f.mtime_ns):
+                    self.progress.advance()
+                    summary.skipped.append(SkippedFile(f.path, prior[2], prior[3]))
+                    continue
+                read = read_text(self.root, f.path)
+                if read.skipped is not None:
+                    self.progress.advance()
+                    summary.skipped.append(read.skipped)
+                    new_skips.append(
+                        (f.path, f.size, f.mtime_ns, read.skipped.reason, read.skipped.detail)
+                    )
+                    continue
+                digest = text_hash(read.text)
+                rec = known.get(f.path)
+                if not full and rec is not None and rec.content_hash == digest:
+                    self.progress.advance()
+                    if store is not None:
+                        store.touch_file(f.path, f.size, f.mtime_ns)
+                    summary.files_unchanged += 1
+                    continue
+                pending.append((f, read.text, digest))
+                if len(pending) >= CHUNK_BATCH_FILES:  # bounds the texts held at once
+                    chunk_pending(pool)
+            chunk_pending(pool)
         if store is not None and not store.readonly:
             # A skipped file has no row in ``files``, so it is always among ``files`` while it
             # exists; forget skips of files that are gone or that are indexable now.
@@ -516,11 +531,13 @@ class Indexer:
         generation: int,
         spaces: dict[str, str],
         summary: IndexSummary,
-    ) -> list[StoredSpan]:
+    ) -> tuple[list[StoredSpan], dict[int, Fields]]:
         """Each file's spans in one transaction, with the vectors the cache already has
-        (the rest are the backfill's)."""
+        (the rest are the backfill's); the written spans and, by span id, the lexical
+        fields the chunk workers made."""
         self.progress.phase("writing", len(parsed))
         written: list[StoredSpan] = []
+        fields: dict[int, Fields] = {}
         for start in range(0, len(parsed), WRITE_BATCH_FILES):
             batch = parsed[start : start + WRITE_BATCH_FILES]
             vectors = self._cached(store, [s for p in batch for s in p.spans], spaces, summary)
@@ -540,10 +557,12 @@ class Indexer:
                     generation,
                 )
                 written.extend(StoredSpan(i, s) for i, s in zip(ids, p.spans, strict=True))
+                if p.fields is not None:
+                    fields.update(zip(ids, p.fields, strict=True))
                 summary.files_indexed += 1
                 summary.spans_written += len(p.spans)
                 self.progress.advance()
-        return written
+        return written, fields
 
 
 def _database_cause(exc: BaseException) -> BaseException | None:
@@ -568,9 +587,18 @@ def _failure_line(root: Path, exc: BaseException) -> str:
     )
 
 
-def _lap(summary: IndexSummary, phase: str, since: float) -> float:
-    now = time.perf_counter()
-    summary.timings[phase] = round(summary.timings.get(phase, 0.0) + now - since, 4)
+def _mark() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def _lap(summary: IndexSummary, phase: str, since: tuple[float, float]) -> tuple[float, float]:
+    """Add the wall (``timings``) and, on an ``IndexReport``, CPU seconds (``cpu_timings``:
+    this process's, so what a busy machine's other work costs is left out) since ``since``."""
+    now = _mark()
+    summary.timings[phase] = round(summary.timings.get(phase, 0.0) + now[0] - since[0], 4)
+    cpu = getattr(summary, "cpu_timings", None)
+    if cpu is not None:
+        cpu[phase] = round(cpu.get(phase, 0.0) + now[1] - since[1], 4)
     return now
 
 

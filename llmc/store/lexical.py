@@ -13,13 +13,13 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from llmc.errors import StoreError
 from llmc.store.tokens import code_tokens
-from llmc.types import StoredSpan
+from llmc.types import Span, StoredSpan
 
 log = logging.getLogger(__name__)
 
@@ -61,16 +61,31 @@ def _schema():
     return b.build()
 
 
-def _document(stored: StoredSpan):
+Fields = tuple[str, str, str, str]  # token strings of path, symbol, header, text
+
+
+def span_fields(span: Span) -> Fields:
+    """The analysed fields of ``span``'s document, as token strings. The costly part of
+    indexing a span, so the indexer computes it where it chunks (on every core)."""
+    return (
+        " ".join(code_tokens(span.path)),
+        " ".join(code_tokens(f"{span.symbol} {span.qualname}")),
+        " ".join(code_tokens(span.header)),
+        " ".join(code_tokens(span.text)),
+    )
+
+
+def _document(stored: StoredSpan, fields: Fields | None = None):
     import tantivy
 
     span = stored.span
+    path, symbol, header, text = fields or span_fields(span)
     doc = tantivy.Document(
         path_key=span.path,
-        path=" ".join(code_tokens(span.path)),
-        symbol=" ".join(code_tokens(f"{span.symbol} {span.qualname}")),
-        header=" ".join(code_tokens(span.header)),
-        text=" ".join(code_tokens(span.text)),
+        path=path,
+        symbol=symbol,
+        header=header,
+        text=text,
         kind=span.kind,
         lang=span.lang or "text",
         category=span.category,
@@ -153,15 +168,21 @@ class LexicalIndex:
 
     # -- writing ----------------------------------------------------------------------------
     def update(
-        self, remove_paths: Iterable[str], add: Iterable[StoredSpan], generation: int
+        self,
+        remove_paths: Iterable[str],
+        add: Iterable[StoredSpan],
+        generation: int,
+        fields: Mapping[int, Fields] | None = None,
     ) -> None:
-        """Delete every document of ``remove_paths``, add ``add``, commit, record generation."""
+        """Delete every document of ``remove_paths``, add ``add``, commit, record generation.
+        ``fields`` (span id → ``span_fields``) saves tokenizing spans again."""
+        fields = fields or {}
         try:
             writer = self.index.writer(heap_size=64_000_000, num_threads=1)
             for path in remove_paths:
                 writer.delete_documents_by_term("path_key", path)
             for stored in add:
-                writer.add_document(_document(stored))
+                writer.add_document(_document(stored, fields.get(stored.id)))
             writer.commit()
             writer.wait_merging_threads()
         except (ValueError, OSError, RuntimeError) as e:
@@ -258,4 +279,4 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["LexicalHit", "LexicalIndex"]
+__all__ = ["Fields", "LexicalHit", "LexicalIndex", "span_fields"]

@@ -1,0 +1,122 @@
+"""Chunk many files on every core: tree-sitter parsing is most of a first index's CPU time
+before it is searchable, and it is per file, so it spreads over processes.
+
+``ChunkPool`` chunks one file at a time in this process below ``PARALLEL_MIN_FILES`` files
+(an edit, a small repository: a pool would cost more than it saves) or on a one-core machine,
+and otherwise in ``spawn``-ed worker processes (safe in a threaded caller such as the daemon,
+unlike ``fork``). Workers die with their parent (``PR_SET_PDEATHSIG`` on Linux), so a killed
+`llmc index` leaves none behind; they only read the texts they are handed and write nothing.
+A pool that cannot start or breaks falls back to this process, with one log line.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from concurrent.futures import ProcessPoolExecutor
+
+    from llmc.config import IndexConfig
+    from llmc.store.lexical import Fields
+    from llmc.types import Span
+
+log = logging.getLogger(__name__)
+
+PARALLEL_MIN_FILES = 200  # below this, one process (a pool's start-up costs ~0.5 s)
+MAX_WORKERS = 8
+TASKS_PER_SEND = 8
+
+# (lang, category, spans, their lexical fields or None) of a file, or the error chunking
+# it raised, as a string.
+Chunked = tuple[str | None, str | None, list["Span"], list["Fields"] | None] | str
+
+
+def chunk_one(rel: str, text: str, index_cfg: IndexConfig, fields: bool = False) -> Chunked:
+    """A file's language, category and spans (and with ``fields``, each span's lexical
+    fields: tokenizing is the other per-span cost before search); the error's text when
+    chunking fails."""
+    from llmc.index.chunk import chunk_file
+    from llmc.languages import detect_language
+
+    try:
+        first_line = text.split("\n", 1)[0][:200]
+        lang, category = detect_language(rel, first_line)
+        spans = chunk_file(rel, text, lang, category, index_cfg)
+        if not fields:
+            return lang, category, spans, None
+        from llmc.store.lexical import span_fields
+
+        return lang, category, spans, [span_fields(s) for s in spans]
+    except Exception as e:  # noqa: BLE001 - one bad file never stops the run
+        log.debug("chunking %s failed: %s", rel, e, exc_info=True)
+        return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+
+
+def _chunk_task(task: tuple[str, str, IndexConfig]) -> Chunked:
+    return chunk_one(*task, fields=True)
+
+
+def _die_with_parent() -> None:
+    """Worker initializer: on Linux, SIGKILL this worker when its parent dies."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: workers end when their queue closes
+        pass
+
+
+class ChunkPool:
+    """Chunks batches of files, in worker processes when that pays (see the module doc)."""
+
+    def __init__(self, files_expected: int):
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+        self.workers = min(cores, MAX_WORKERS)
+        self.parallel = self.workers > 1 and files_expected >= PARALLEL_MIN_FILES
+        self._executor: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> ChunkPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+
+    def chunk(self, items: Sequence[tuple[str, str]], index_cfg: IndexConfig) -> Iterator[Chunked]:
+        """``chunk_one`` of each (path, text), in order; workers tokenize too."""
+        if self.parallel and len(items) > 1:
+            try:
+                executor = self._start()
+                tasks = [(rel, text, index_cfg) for rel, text in items]
+                yield from list(executor.map(_chunk_task, tasks, chunksize=TASKS_PER_SEND))
+                return
+            except Exception as e:  # noqa: BLE001 - a broken pool only costs speed
+                log.info("chunking in worker processes failed (%s); continuing in this one", e)
+                self.close()
+                self.parallel = False
+        for rel, text in items:
+            yield chunk_one(rel, text, index_cfg)
+
+    def _start(self) -> ProcessPoolExecutor:
+        if self._executor is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._executor = ProcessPoolExecutor(
+                self.workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_die_with_parent,
+            )
+        return self._executor
+
+
+__all__ = ["PARALLEL_MIN_FILES", "ChunkPool", "chunk_one"]
