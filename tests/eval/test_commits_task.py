@@ -174,6 +174,9 @@ def test_subject_cleaning_and_file_classes():
     assert C.file_class("package.json") == C.CONFIG
     assert C.file_class("Security.md") == C.CONFIG
     assert C.file_class("History.md") is None  # a changelog
+    assert C.file_class("docs/versionhistory.rst") is None  # changelogs by other names
+    assert C.file_class("docs/change_log/release-3.2.md") is None
+    assert C.file_class(".github/PULL_REQUEST_TEMPLATE.md") == C.CONFIG
     assert C.file_class("poetry.lock") is None
 
 

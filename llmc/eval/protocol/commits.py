@@ -100,7 +100,14 @@ _TRIVIAL = re.compile(
 # documentation, but not of the software; judged like configuration (grade 1).
 _META_DOC = re.compile(
     r"(?i)(^|/)(contributing|security|release[-_]process|code[-_]of[-_]conduct|governance|"
-    r"triager?[-_]guide|support|funding|maintainers|maintaining)(\.\w+)?$"
+    r"triager?[-_]guide|support|funding|maintainers|maintaining|pull[-_]request[-_]template|"
+    r"issue[-_]template)(\.\w+)?$|(^|/)\.github/"
+)
+# Changelogs under other names than gitmine's (docs/versionhistory.rst, docs/change_log/,
+# whatsnew): a documentation file there is a changelog, never judged.
+_CHANGELOG_DOC = re.compile(
+    r"(?i)(^|/)(change[-_]?logs?|version[-_]?history|history|changes|news|release[-_]?notes|"
+    r"whats[-_]?new)(/|[-_.][^/]*$|$)"
 )
 _LEFTOVER = re.compile(
     r"^\[[^\]]*\]\s*|\s*\((?:(?:fix(?:es|ed)?|close[sd]?|see|refs?|issue)\s*)?[,\s]*\)|"
@@ -317,6 +324,8 @@ def file_class(path: str) -> str | None:
     lang, category = detect_language(path)
     if lang is None:
         return None
+    if lang in PROSE_LANGS | {"text"} and _CHANGELOG_DOC.search(path):
+        return None
     if is_test_path(path):
         return TESTS
     if _META_DOC.search(path):
@@ -487,6 +496,8 @@ def mine_project(
         base, tag = pick_base(git_dir, head_sha, after)
     else:
         base = _git(git_dir, "rev-parse", f"{base}^{{commit}}").strip()
+        tags = _git(git_dir, "tag", "--points-at", base).split()
+        tag = sorted(tags)[0] if tags else ""
     snapshot = base_snapshot(git_dir, base, work / f"{name}-{base[:12]}" / "corpus")
     mined = mine_commits(
         git_dir, base, head_sha, indexable_files(snapshot), max_queries=max_queries
