@@ -126,7 +126,7 @@ class Evaluated:
         }
 
 
-def defined_symbols(root: Path, cfg: Any, queries: Sequence[str]) -> list[tuple[str, ...]]:
+def defined_symbols(root: Path, cfg: Config, queries: Sequence[str]) -> list[tuple[str, ...]]:
     """The code-shaped names each query mentions that the index defines (as search's
     exact-symbol stage finds them), for the intent model's features."""
     from llmc.paths import db_path
@@ -148,7 +148,7 @@ class Progress:
     def note(self, message: str) -> None: ...
 
 
-def prepare(root: Path, cfg: Any, qs: QuerySet, index: bool, progress: Any) -> dict:
+def prepare(root: Path, cfg: Config, qs: QuerySet, index: bool, progress: Any) -> dict:
     """Index, anchor symbol judgments; the defined symbols of every query (query key →)."""
     from llmc.eval.runner import anchor_symbols, ensure_index
     from llmc.learn.judgments import query_key

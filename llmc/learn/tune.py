@@ -119,7 +119,7 @@ def _comparisons(heldout: dict[str, Evaluated]) -> list[Comparison]:
 
 def tune(
     root: Path,
-    cfg: Any,
+    cfg: Config,
     qs: QuerySet,
     *,
     index: bool = True,
@@ -228,7 +228,7 @@ def _finetune(
 
 def cross_validate(
     root: Path,
-    cfg: Any,
+    cfg: Config,
     qs: QuerySet,
     folds: int = 5,
     *,
@@ -308,7 +308,7 @@ class Estimate:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
 
 
-def estimate(root: Path, cfg: Any, qs: QuerySet, sample: int = 4) -> Estimate:
+def estimate(root: Path, cfg: Config, qs: QuerySet, sample: int = 4) -> Estimate:
     """`llmc tune --dry-run`: how long tuning would take (times a few real searches)."""
     from llmc.index.status import index_status
     from llmc.learn.memo import MemoModels
