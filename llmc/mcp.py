@@ -1,8 +1,11 @@
-"""`llmc mcp`: a Model Context Protocol server over stdio for coding agents.
+"""`llmc mcp`: a Model Context Protocol server over stdio for coding agents; the same tools
+are served over streamable HTTP by the daemon itself, at ``/mcp`` (``llmc.daemon.asgi``).
 
-Tools: ``search``, ``where_used``, ``deps``, ``status``. Each call goes to the repository's
-daemon when one answers (warm models, fresh index) and otherwise runs in this process
-through the same endpoint functions (``llmc.daemon.api``), loading models on first use.
+Tools: ``search``, ``where_used``, ``deps``, ``status``. Over stdio each call goes to the
+repository's daemon when one answers (warm models, fresh index; not with
+``LLMC_NO_DAEMON=1``) and otherwise runs in this process through the same endpoint
+functions (``llmc.daemon.api``), loading models on first use. In the daemon the calls run
+on its own endpoint runner (``McpServer(serve=...)``).
 
 The protocol is the official ``mcp`` SDK's (its low-level ``Server`` and stdio transport:
 handshake, version negotiation, ``ping``, errors for unknown methods and bad params). This
