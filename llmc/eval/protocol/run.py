@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 GREP = "grep"
 DEFAULT = "default"
-SYSTEMS = (GREP, "bm25-only", "dense-only", "rrf", DEFAULT)
+SYSTEMS = (GREP, "bm25-only", "dense-only", "rrf", "learned", DEFAULT)
 COMMITS = "commits"  # task (c): commit subject -> changed files (commits.py)
 TASKS = ("docstring", COMMITS)
 QUESTIONS = "questions"  # task (b): hand-written developer questions (questions.py)
