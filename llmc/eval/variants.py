@@ -139,6 +139,7 @@ def _register_stage_on(name: str, keys: dict[str, Any], description: str) -> Non
 
 _register_stage_on("learned", {"search.ranker": "learned"}, "the learned ranker ranks the pool")
 _register_stage_on("fusion", {"search.ranker": "fusion"}, "hand-set fusion weights rank (RRF)")
+_register_stage_on("ranker-auto", {"search.ranker": "auto"}, "learned ranker unless docs intent")
 _register_stage_on("graph", {"search.graph": True}, "graph expansion on, priors as configured")
 for _prior, _weight in PRIOR_TRIALS.items():
     _register_stage_on(

@@ -76,7 +76,7 @@ def route_lists(
 ) -> list[RankedList]:
     """BM25 and dense lists over ``category``'s spans (each when switched on and able)."""
     scfg = sources.cfg.search
-    pool = scfg.ranker_depth if scfg.ranker == "learned" else 0  # the learned ranker's pool
+    pool = scfg.ranker_depth if scfg.ranker != "fusion" else 0  # the learned ranker's pool
 
     def depth(configured: int) -> int:
         return max(configured, k, pool)

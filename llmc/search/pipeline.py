@@ -40,6 +40,7 @@ from llmc.search.threads import ThreadLimiter
 from llmc.search.trace import Trace
 from llmc.search.tuned import TunedOverlay
 from llmc.search.types import (
+    DOCS_ROUTE,
     ROUTE_CATEGORY,
     Candidate,
     Explain,
@@ -53,7 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from llmc.search.hyde import HydeStage
 
 MAX_K = 1000
-RANKERS = ("fusion", "learned")
+RANKERS = ("fusion", "learned", "auto")
 
 Found = list[tuple[Candidate, SearchResult]]
 
@@ -178,18 +179,21 @@ class Searcher:
         """Every retriever's list. With the learned ranker, both routes are searched: the
         router's probabilities are the ranker's features, not a gate."""
         sources = self.sources
-        searched = learned.open_routes(decision) if self._learned() else decision
+        use = self._learned(decision)
+        searched = learned.open_routes(decision) if use else decision
         found = exact.exact_words(sources, text, searched, found, self.cfg.search, trace)
         lists, searched = candidates.retrieve_lists(
             sources, text, searched, found, k, trace, self._hyde()
         )
-        return (decision if self._learned() else searched), found, lists
+        return (decision if use else searched), found, lists
 
-    def _learned(self) -> bool:
+    def _learned(self, decision: RouteDecision) -> bool:
+        """Whether the learned ranker ranks this query (``auto``: unless the router says
+        docs, where the learned ranker loses on validation; see docs/evaluation.md)."""
         ranker = self.cfg.search.ranker
         if ranker not in RANKERS:
             raise ConfigError(f"search.ranker must be one of {', '.join(RANKERS)}, got {ranker!r}")
-        return ranker == "learned"
+        return ranker == "learned" or (ranker == "auto" and decision.intent != DOCS_ROUTE)
 
     def _learned_rank(
         self, text: str, decision: RouteDecision, lists: list[RankedList],
@@ -197,7 +201,7 @@ class Searcher:
     ) -> list[Candidate] | None:  # fmt: skip
         """The learned ranker's order of the pool; None when it is off or has no model
         (then fusion ranks, after one warning)."""
-        if not self._learned():
+        if not self._learned(decision):
             return None
         scfg = self.cfg.search
         if self._ranker is None or self._ranker.model_name != scfg.ranker_model:

@@ -181,3 +181,15 @@ def test_missing_model_falls_back_to_fusion(indexed_repo, tmp_path) -> None:
         response = s.search("ShoppingCart")
     assert response.results and "fusion" in response.timings_ms
     assert any("ranker model" in w for w in response.warnings)
+
+
+def test_auto_ranks_docs_questions_by_fusion(indexed_repo) -> None:
+    cfg = copy.deepcopy(load_config(indexed_repo))
+    cfg.search.ranker = "auto"
+    cfg.search.hyde = False
+    with Searcher(indexed_repo, cfg) as s:
+        docs = s.search("how do I install the toolkit with pip", k=3)
+        code = s.search("where is apply_discount implemented", k=3)
+    assert docs.route.intent == "docs" and "fusion" in docs.timings_ms
+    assert code.route.intent == "code" and "ranker" in code.timings_ms
+    assert code.results[0].symbol == "apply_discount"
