@@ -40,10 +40,12 @@ def mine(data: Path) -> dict:
     from llmc.eval.projects import default_cache_dir as eval_cache_dir
     from llmc.eval.protocol.splits import select_projects
     from llmc.train.embedder_data import mine_pairs, selection_set, write_jsonl
+    from llmc.train.more_projects import MORE_PROJECTS
     from llmc.train.projects import TRAIN_PROJECTS, default_cache_dir, fetch
 
     cache = default_cache_dir()
-    pairs = mine_pairs((p.name, fetch(p, cache)) for p in TRAIN_PROJECTS)
+    projects = TRAIN_PROJECTS + MORE_PROJECTS
+    pairs = mine_pairs((p.name, fetch(p, cache)) for p in projects)
     write_jsonl(data / "pairs.jsonl", pairs)
     protocol = eval_cache_dir("") / "protocol"
     validation = []
@@ -61,7 +63,7 @@ def mine(data: Path) -> dict:
         validation.append(sp.project.set_name)
     return {
         "pairs": len(pairs),
-        "projects": [p.name for p in TRAIN_PROJECTS],
+        "projects": [p.name for p in projects],
         "validation": validation,
     }
 
