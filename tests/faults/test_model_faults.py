@@ -1,6 +1,6 @@
 """A model file that is missing or corrupt, and an LLM that vanishes mid-query: search
-degrades with one warning line and keeps answering; index refuses with one line and keeps
-the last good index."""
+degrades with one warning line and keeps answering; index commits what needs no model
+(spans, BM25, the graph), then stops with one line and the next run embeds what is missing."""
 
 from __future__ import annotations
 
@@ -78,11 +78,19 @@ def test_corrupt_embedding_model_degrades_search_and_stops_index(repo, tmp_path)
     assert any("dense search of code spans is off" in w for w in answer["warnings"]), answer
     (repo / "app/store.py").write_text((repo / "app/store.py").read_text() + "\n# edited\n")
     failed = llmc("index", str(repo))
+    # The first phase loads no model: the edit is committed and searchable (BM25, exact
+    # symbols, graph); the backfill then stops with one line naming the model.
     assert_one_line_failure(failed, "cannot load embedding model", str(model))
-    assert top_results(repo) == answers  # the last good index still answers
+    edited = top_results(repo)  # BM25 answers over the edited file
+    results, answer = search_json(repo, QUERIES[0], "--no-hyde", dense=True)
+    assert results == edited[QUERIES[0]]  # dense stays off, search does not crash
+    assert any("dense search of code spans is off" in w for w in answer["warnings"]), answer
     shutil.rmtree(model, ignore_errors=True)
     model_dir(tmp_path)  # the model is back: the next run heals
-    assert index_in_process(repo)["files_indexed"] == 1
+    healed = index_in_process(repo)
+    assert healed["files_indexed"] == 0  # the edit was already indexed
+    assert healed["embedded"] >= 1 and healed["vectors"]["complete"], healed
+    assert top_results(repo) == edited
     assert_consistent(repo)
 
 
