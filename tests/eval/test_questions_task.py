@@ -272,10 +272,10 @@ def test_cli_pool_goes_with_the_questions_task_alone():
 
 
 def test_run_protocol_runs_the_questions_task_through_run_py(fixture_project, monkeypatch):
-    from llmc.eval.protocol import run_protocol
+    from llmc.eval.protocol import question_files, run_protocol
 
     fx = fixture_project
-    monkeypatch.setattr(Q, "QUESTIONS_DIR", fx.base)
+    monkeypatch.setattr(question_files, "QUESTIONS_DIR", fx.base)
     kw = {"cache_dir": fx.cache, "fetch": fx.fetch}
     out, n, _ = Q.pool_project(fx.sp, ["grep"], depth=10, **kw)
     rows = [json.loads(line) for line in out.read_text().splitlines()]

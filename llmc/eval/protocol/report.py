@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from llmc.eval.protocol.run import DEFAULT, METRICS, Numbers, ProtocolReport
+from llmc.eval.protocol.core import DEFAULT, METRICS, Numbers, ProtocolReport
 from llmc.eval.stats import BootstrapCI
 
 Table = tuple[str, tuple[str, ...], list[tuple[str, ...]]]
