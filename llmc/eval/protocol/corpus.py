@@ -1,7 +1,7 @@
 """The stripped corpus of a project: a copy with the documentation the queries come from
 removed, so no span holds a query word for word.
 
-- Python: the docstring of every def and class (``llmc.train.mine.strip_docstrings``, by
+- Python: the docstring of every def and class (``llmc.docstrings.strip_docstrings``, by
   ``ast``, any quoting). Whole docstring lines are removed, so lines shift: judgments name
   symbols and the runner anchors them in the index;
 - JavaScript/TypeScript (``.js .mjs .cjs .jsx .ts .tsx``): every ``/** ... */`` block that
@@ -23,8 +23,8 @@ import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
 
+from llmc.docstrings import strip_docstrings as strip_python_docstrings
 from llmc.eval.projects import MARKER, git_init
-from llmc.train.mine import strip_docstrings as strip_python_docstrings
 
 log = logging.getLogger(__name__)
 

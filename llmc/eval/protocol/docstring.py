@@ -3,7 +3,7 @@
 Queries come from the original project; they are searched over the stripped corpus
 (``corpus.py``), where that documentation is gone. For each documented function or method:
 
-- Python: the first sentence of the docstring, cleaned and filtered as ``llmc.train.mine``
+- Python: the first sentence of the docstring, cleaned and filtered as ``llmc.docstrings``
   mines its code queries (``code_query``); the definition must keep three non-blank lines
   without its docstring;
 - JavaScript/TypeScript: the JSDoc description (the text before the first ``@tag``;
@@ -74,7 +74,7 @@ def query_path_ok(path: str, top_dirs: frozenset[str]) -> bool:
     """Whether a file may give queries: not a test, changelog, vendored, build output,
     stub or declaration file, nor from a top-level docs/, examples/ or benchmarks/, a hidden
     directory, or noxfile.py / setup.py."""
-    from llmc.train.mine import _queries_allowed
+    from llmc.docstrings import _queries_allowed
 
     low = path.lower()
     if low.endswith((".pyi", ".d.ts", ".d.mts", ".d.cts")):
@@ -119,8 +119,8 @@ def _substantial(code: str) -> bool:
 def python_documented(path: str, text: str) -> list[Documented]:
     """Documented functions and methods of one Python file, with their queries."""
     from llmc.config import IndexConfig
+    from llmc.docstrings import code_query, strip_docstrings
     from llmc.index.chunk import chunk_file
-    from llmc.train.mine import code_query, strip_docstrings
 
     out = []
     for span in chunk_file(path, text, "python", "code", IndexConfig()):
@@ -134,8 +134,8 @@ def python_documented(path: str, text: str) -> list[Documented]:
 def js_documented(path: str, text: str, lang: str) -> list[Documented]:
     """Functions and methods of one JavaScript/TypeScript file that follow a JSDoc block."""
     from llmc.config import IndexConfig
+    from llmc.docstrings import MIN_CODE_WORDS, _good_query, first_sentence
     from llmc.index.chunk import chunk_file
-    from llmc.train.mine import MIN_CODE_WORDS, _good_query, first_sentence
 
     lines = text.split("\n")
     spans = [
