@@ -13,9 +13,9 @@ format, file-level judgments), committed so they are reproducible and reviewable
   ``<owner>+<name>/repo``, ``<owner>+<name>`` or ``<owner>+<name>.git`` (bare or not);
   without one holding the base commit the task stops with one EvalError line.
 - **Queries** (``mine_project``): the non-merge commits of ``base..head``, oldest first.
-  A commit is skipped (the reason counted) when ``llmc.learn.gitmine.skip_reason`` says so
+  A commit is skipped (the reason counted) when ``llmc.gitlog.skip_reason`` says so
   (merge, revert, version bump, formatting only, fewer than three words) or its subject,
-  cleaned by ``gitmine.clean_subject``, is trivial (typo / spelling / wording fixes,
+  cleaned by ``gitlog.clean_subject``, is trivial (typo / spelling / wording fixes,
   pre-commit or dependency updates, "Update README.md"-style subjects naming only a file;
   conventional ``ci``, ``build``, ``deps``, ``test``, ``style``, ``chore(deps)``
   commits), when it changes more than ``MAX_FILES`` files, when it changes a source or
@@ -31,7 +31,7 @@ format, file-level judgments), committed so they are reproducible and reviewable
   documentation (Markdown, reStructuredText) when the commit changed no source file,
   else grade 2; grade 1 for tests, configuration files and project-process documents
   (CONTRIBUTING, SECURITY, Release-Process, code of conduct, governance...). Changelogs, authors, licence
-  and lock files are never judged (``gitmine.never_judged``). Intent: ``code`` when
+  and lock files are never judged (``gitlog.never_judged``). Intent: ``code`` when
   source changed and no documentation, ``docs`` when only documentation (besides tests
   and configuration), ``mixed`` when both.
 - **Sample:** the first ``MAX_QUERIES`` (60) kept commits after the base, so the
@@ -103,7 +103,7 @@ _META_DOC = re.compile(
     r"triager?[-_]guide|support|funding|maintainers|maintaining|pull[-_]request[-_]template|"
     r"issue[-_]template)(\.\w+)?$|(^|/)\.github/"
 )
-# Changelogs under other names than gitmine's (docs/versionhistory.rst, docs/change_log/,
+# Changelogs under other names than gitlog's (docs/versionhistory.rst, docs/change_log/,
 # whatsnew): a documentation file there is a changelog, never judged.
 _CHANGELOG_DOC = re.compile(
     r"(?i)(^|/)(change[-_]?logs?|version[-_]?history|history|changes|news|release[-_]?notes|"
@@ -315,8 +315,8 @@ def indexable_files(root: Path) -> set[str]:
 def file_class(path: str) -> str | None:
     """``source``, ``docs``, ``tests`` or ``config`` for a judged file; None when a change
     to it is never judged (changelogs, licences, lock files, unknown types)."""
+    from llmc.gitlog import never_judged
     from llmc.languages import detect_language
-    from llmc.learn.gitmine import never_judged
     from llmc.search.router import is_test_path
 
     if never_judged(path):
@@ -338,10 +338,10 @@ def file_class(path: str) -> str | None:
 
 
 def subject_query(subject: str) -> str:
-    """The query of a commit subject: ``gitmine.clean_subject`` (conventional-commit prefix
+    """The query of a commit subject: ``gitlog.clean_subject`` (conventional-commit prefix
     and issue references off), then what those leave behind (``[tag]`` prefixes, empty
     ``(fixes )``, a trailing ``closes``)."""
-    from llmc.learn.gitmine import clean_subject
+    from llmc.gitlog import clean_subject
 
     text = clean_subject(subject)
     for _ in range(2):
@@ -350,9 +350,9 @@ def subject_query(subject: str) -> str:
 
 
 def commit_skip_reason(commit: Any) -> str | None:
-    """Why a commit gives no query, before looking at its files (gitmine's filters, then
+    """Why a commit gives no query, before looking at its files (gitlog's filters, then
     this task's own)."""
-    from llmc.learn.gitmine import skip_reason
+    from llmc.gitlog import skip_reason
 
     reason = skip_reason(commit)
     if reason is not None:
@@ -419,7 +419,7 @@ def mine_commits(
     max_files: int = MAX_FILES,
 ) -> Mined:
     """The first ``max_queries`` kept commits of ``base..head``, oldest first."""
-    from llmc.learn.gitmine import read_commits
+    from llmc.gitlog import read_commits
 
     commits = list(reversed(read_commits(git_dir, None, f"{base}..{head}")))
     commits = [c for c in commits if len(c.parents) <= 1]  # merges: not read as queries
