@@ -32,8 +32,8 @@ from llmc.store.db import VectorSpace, embed_hash
 from llmc.types import CODE, DOC
 
 if TYPE_CHECKING:  # pragma: no cover
-    from llmc.index.indexer import Progress
     from llmc.index.lock import IndexLock
+    from llmc.index.progress import Progress
     from llmc.store.db import Store
     from llmc.types import IndexSummary
 

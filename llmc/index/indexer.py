@@ -17,25 +17,33 @@ and re-indexes the files whose records went back in time (their stat no longer m
 
 from __future__ import annotations
 
-import errno
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
 from llmc.config import Config
-from llmc.errors import StoreError
+from llmc.errors import LlmcError, StoreError
 from llmc.index.backfill import Backfill, Coverage, coverage
 from llmc.index.chunk_pool import ChunkPool
+from llmc.index.progress import (
+    GuardedLock,
+    Progress,
+    Silent,
+    StateGuard,
+    database_cause,
+    failure_line,
+    lap,
+    mark,
+)
 from llmc.index.walk import WalkedFile, read_text, walk
-from llmc.paths import db_path, ensure_state_dir, lexical_path, lock_path
+from llmc.paths import db_path, ensure_state_dir, lexical_path, lock_path, state_dir
 from llmc.store.db import Store, embed_hash, quarantine
 from llmc.store.lexical import Fields
-from llmc.store.sqlite import database_error, integrity_problem
+from llmc.store.sqlite import integrity_problem
 from llmc.types import CODE, DOC, IndexSummary, SkippedFile, Span, StoredSpan, text_hash
 
 log = logging.getLogger(__name__)
@@ -43,25 +51,6 @@ log = logging.getLogger(__name__)
 DEFAULT_SPANS_PER_SECOND = 40.0  # used by --dry-run before any throughput was measured
 WRITE_BATCH_FILES = 256  # files whose cached vectors are looked up together
 CHUNK_BATCH_FILES = 512  # files read before they are chunked (in parallel when many)
-
-
-class Progress(Protocol):
-    def phase(self, name: str, total: int | None) -> None: ...
-
-    def advance(self, n: int = 1) -> None: ...
-
-    def note(self, message: str) -> None: ...
-
-
-class _Silent:
-    def phase(self, name: str, total: int | None) -> None:
-        pass
-
-    def advance(self, n: int = 1) -> None:
-        pass
-
-    def note(self, message: str) -> None:
-        log.info(message)
 
 
 @dataclass
@@ -107,10 +96,11 @@ class Indexer:
     ):
         self.root = root.resolve()
         self.cfg = cfg
-        self.progress = progress or _Silent()
+        self.progress = progress or Silent()
         self._embedder_factory = embedder_factory
         self._embedders: dict[str, object] = {}
         self._started = time.perf_counter()
+        self._guard: StateGuard | None = None
         self.chunk_spans: int | None = None  # spans per backfill commit (None: the default)
 
     # -- models -------------------------------------------------------------------------------
@@ -139,14 +129,10 @@ class Indexer:
         committed first (searchable from then on), then the spans without a vector are
         embedded (``backfill.py``) unless ``vectors`` is False; ``stop()``, asked between
         chunks, ends the backfill early. Both phases resume where a killed run stopped."""
-        from llmc.index.lock import IndexLock
-
         self._started = time.perf_counter()
-        lock = IndexLock(
-            lock_path(self.root), timeout=self.cfg.index.lock_timeout, on_wait=self.progress.note
-        )
         try:
             ensure_state_dir(self.root)
+            lock = self._lock()
             with lock:
                 summary = self._run_healing(full)
             if vectors:
@@ -154,30 +140,57 @@ class Indexer:
             else:
                 summary.backfill = "deferred"
                 self._coverage(summary)
-        except OSError as e:
-            raise StoreError(_failure_line(self.root, e)) from e
+            self._check()  # deleted after the last write: this run left nothing behind
+        except Exception as e:
+            stopped = self._stopped(e)
+            if stopped is None:
+                raise
+            raise stopped from e
         summary.seconds = time.perf_counter() - self._started
         return summary
 
     def backfill(self, stop: Callable[[], bool] | None = None) -> IndexReport:
         """Only the second phase: embed the spans that have no vector yet."""
-        from llmc.index.lock import IndexLock
-
         self._started = time.perf_counter()
         summary = IndexReport()
-        lock = IndexLock(
-            lock_path(self.root), timeout=self.cfg.index.lock_timeout, on_wait=self.progress.note
-        )
         try:
-            self._backfill(lock, summary, stop)
-        except OSError as e:
-            raise StoreError(_failure_line(self.root, e)) from e
+            self._backfill(self._lock(), summary, stop)
+            self._check()
+        except Exception as e:
+            stopped = self._stopped(e)
+            if stopped is None:
+                raise
+            raise stopped from e
         summary.seconds = time.perf_counter() - self._started
         return summary
 
+    def _lock(self) -> GuardedLock:
+        """The writer lock, watching the ``.llmc/`` this run starts with (``StateGuard``)."""
+        from llmc.index.lock import IndexLock
+
+        self._guard = StateGuard(self.root)
+        lock = IndexLock(
+            lock_path(self.root), timeout=self.cfg.index.lock_timeout, on_wait=self.progress.note
+        )
+        return GuardedLock(lock, self._guard)
+
+    def _check(self) -> None:
+        if self._guard is not None:
+            self._guard.check()
+
+    def _stopped(self, e: Exception) -> StoreError | None:
+        """The one line for a run the file system stopped; None: ``e`` is not that."""
+        if self._guard is not None and not self._guard.intact():
+            return StoreError(self._guard.line())  # whatever broke, this is why
+        if isinstance(e, LlmcError):
+            return None  # already one line
+        if isinstance(e, OSError) or str(state_dir(self.root)) in str(e):  # tantivy's, too
+            return StoreError(failure_line(self.root, e))
+        return None
+
     def _backfill(self, lock, summary: IndexReport, stop: Callable[[], bool] | None) -> None:
         """Embed what is missing, chunk by chunk, each chunk committed under the lock."""
-        mark = _mark()
+        clock = mark()
         store = self._open_store(lock)
         try:
             job = Backfill(
@@ -186,10 +199,10 @@ class Indexer:
             try:
                 finished = job.run(summary, stop)
             except Exception as e:
-                failed = _database_cause(e)
+                failed = database_cause(e)
                 if failed is None:
                     raise
-                raise StoreError(_failure_line(self.root, failed)) from e
+                raise StoreError(failure_line(self.root, failed)) from e
             summary.backfill = "done" if finished else "stopped"
             if summary.embedded and summary.embed_seconds > 0:
                 with lock:
@@ -200,7 +213,7 @@ class Indexer:
             summary.vectors = coverage(store)
         finally:
             store.close()
-        _lap(summary, "embed", mark)
+        lap(summary, "embed", clock)
 
     def _open_store(self, lock) -> Store:
         with lock:  # opening a writable store may migrate it
@@ -224,12 +237,13 @@ class Indexer:
         try:
             return self._run_store(full)
         except Exception as e:
-            failed = _database_cause(e)
+            failed = database_cause(e)
             if failed is None:
                 raise
+            self._check()  # the database of a deleted .llmc/ is not corrupt: stop
             problem = integrity_problem(path)
             if problem is None:
-                raise StoreError(_failure_line(self.root, failed)) from e
+                raise StoreError(failure_line(self.root, failed)) from e
         aside = quarantine(path)
         self.progress.note(
             f"the index database is corrupt ({problem[:200]}); moved it to {aside.name} "
@@ -314,7 +328,7 @@ class Indexer:
             summary.repaired.append("lexical")
 
         self.progress.phase("scanning", None)
-        mark = _mark()
+        clock = mark()
         walked = walk(self.root, self.cfg.index)
         summary.skipped = list(walked.skipped)
         summary.files_seen = len(walked.files)
@@ -322,9 +336,9 @@ class Indexer:
         changed, unchanged = self._diff(walked.files, known, full)
         summary.files_unchanged = len(unchanged)
         spaces = self._usable_spaces(store, summary)
-        mark = _lap(summary, "walk", mark)
+        clock = lap(summary, "walk", clock)
         parsed = self._parse(changed, known, summary, full, store=store)
-        mark = _lap(summary, "parse", mark)
+        clock = lap(summary, "parse", clock)
         walked_paths = {f.path for f in walked.files} - {s.path for s in summary.skipped}
         removed = sorted(set(known) - walked_paths)
 
@@ -332,7 +346,7 @@ class Indexer:
             summary.generation = store.generation
             summary.searchable_seconds = time.perf_counter() - started
             self._finish_derived(store, lexical, [], [], summary)
-            _lap(summary, "graph", mark)
+            lap(summary, "graph", clock)
             self._totals(store, summary)
             return summary
 
@@ -340,17 +354,19 @@ class Indexer:
         summary.generation = generation
         written, fields = self._write(store, parsed, generation, spaces, summary)
         summary.files_removed = store.remove_files(removed)
-        mark = _lap(summary, "write", mark)
+        self._check()  # before the lexical index is written under a deleted .llmc/
+        clock = lap(summary, "write", clock)
         changed_paths = [p.file.path for p in parsed]
         store.make_durable()
         lexical.update([*removed, *changed_paths], written, generation, fields)
-        mark = _lap(summary, "lexical", mark)
+        clock = lap(summary, "lexical", clock)
         summary.searchable_seconds = time.perf_counter() - started  # BM25 and exact answer
         self._finish_derived(store, lexical, changed_paths, removed, summary)
-        _lap(summary, "graph", mark)
+        lap(summary, "graph", clock)
         store.prune_cache([self.model_id(c) for c in (CODE, DOC)])
         store.set_meta("indexed_at", str(time.time()))
         self._totals(store, summary)
+        self._check()
         return summary
 
     def _repair_lost_tail(self, store: Store, lexical, summary: IndexSummary) -> bool:
@@ -383,6 +399,7 @@ class Indexer:
         removed: list[str],
         summary: IndexSummary,
     ) -> None:
+        self._check()
         if lexical.generation != store.generation:
             store.make_durable()
             lexical.rebuild(store.iter_spans(), store.generation)
@@ -563,43 +580,6 @@ class Indexer:
                 summary.spans_written += len(p.spans)
                 self.progress.advance()
         return written, fields
-
-
-def _database_cause(exc: BaseException) -> BaseException | None:
-    """The sqlite error behind ``exc`` (itself or its cause), if there is one."""
-    for candidate in (exc, exc.__cause__):
-        if candidate is not None and database_error(candidate):
-            return candidate
-    return None
-
-
-def _failure_line(root: Path, exc: BaseException) -> str:
-    """One line for a run stopped by the file system or the database under ``.llmc/``."""
-    if isinstance(exc, OSError) and exc.strerror:
-        what = f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
-    else:
-        what = " ".join(str(exc).split())
-    full = isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EFBIG)
-    hint = " (is the disk full?)" if full or "full" in what or "I/O error" in what else ""
-    return (
-        f"indexing {root} stopped: {what}{hint}; what was committed stays searchable: "
-        "run `llmc index` again once that is fixed"
-    )
-
-
-def _mark() -> tuple[float, float]:
-    return time.perf_counter(), time.process_time()
-
-
-def _lap(summary: IndexSummary, phase: str, since: tuple[float, float]) -> tuple[float, float]:
-    """Add the wall (``timings``) and, on an ``IndexReport``, CPU seconds (``cpu_timings``:
-    this process's, so what a busy machine's other work costs is left out) since ``since``."""
-    now = _mark()
-    summary.timings[phase] = round(summary.timings.get(phase, 0.0) + now[0] - since[0], 4)
-    cpu = getattr(summary, "cpu_timings", None)
-    if cpu is not None:
-        cpu[phase] = round(cpu.get(phase, 0.0) + now[1] - since[1], 4)
-    return now
 
 
 def index_repo(

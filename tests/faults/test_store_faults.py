@@ -6,6 +6,7 @@ last good index still answers or the next ``llmc index`` heals it.
 
 from __future__ import annotations
 
+import errno
 import shutil
 import subprocess
 import sys
@@ -126,7 +127,7 @@ def test_state_dir_deleted_between_and_during_runs(tmp_path):
     try:
         wait_for(lambda: _generation(repo) >= 1 or proc.poll() is not None, 180, "a first write")
         deleted_mid_run = proc.poll() is None
-        shutil.rmtree(state_dir(repo))
+        wait_for(lambda: _deleted(state_dir(repo)), 180, "the state directory deleted")
         _, stderr = proc.communicate(timeout=180)
     finally:
         if proc.poll() is None:
@@ -138,6 +139,18 @@ def test_state_dir_deleted_between_and_during_runs(tmp_path):
     assert_one_line_failure(missing, "llmc index")
     heal(repo)
     assert_consistent(repo)
+
+
+def _deleted(path) -> bool:
+    """One ``rm -rf`` of ``path``; True once it is gone. Under a running indexer rmtree can
+    fail as ``rm -rf`` does (a file appears in a directory being emptied, or vanishes
+    before its unlink): then the caller deletes again."""
+    try:
+        shutil.rmtree(path)
+    except OSError as e:
+        if e.errno not in (errno.ENOTEMPTY, errno.ENOENT):
+            raise
+    return not path.exists()
 
 
 def _generation(repo) -> int:
