@@ -123,24 +123,6 @@ class _Progress:
         return {"phase": self.phase_name, "done": self.done, "total": self.total}
 
 
-def summary_json(summary: Any) -> dict[str, Any]:
-    return {
-        "files_seen": summary.files_seen,
-        "files_indexed": summary.files_indexed,
-        "files_unchanged": summary.files_unchanged,
-        "files_removed": summary.files_removed,
-        "spans_written": summary.spans_written,
-        "spans_total": summary.spans_total,
-        "embedded": summary.embedded,
-        "embed_cached": summary.embed_cached,
-        "skipped": len(summary.skipped),
-        "generation": summary.generation,
-        "repaired": list(summary.repaired),
-        "model_changed": summary.model_changed,
-        "seconds": round(summary.seconds, 3),
-    }
-
-
 class Reindexer:
     """One worker thread; requests coalesce into at most one pending run."""
 
@@ -191,7 +173,7 @@ class Reindexer:
                 "all files" if job.all_paths else f"{len(job.paths)} changed paths",
             )
             try:
-                job.summary = summary_json(self._run(progress))
+                job.summary = self._run(progress).to_json()
                 log.info(
                     "reindex #%d: %d indexed, %d removed, generation %s in %.2fs",
                     job.id,
@@ -211,6 +193,11 @@ class Reindexer:
                 self.runs += 1
                 self._cond.notify_all()
             job.done.set()
+
+    def has_pending(self) -> bool:
+        """True while a request waits for the next run (the running one may stop early)."""
+        with self._cond:
+            return self._pending is not None
 
     def idle(self) -> bool:
         with self._cond:
@@ -422,7 +409,10 @@ class Engine:
             return LockedEmbedder(embedder_from_config(cfg.embedding, category), self.model_lock)
 
         fresh = not (db_path(self.root).exists() and lexical_path(self.root).is_dir())
-        summary = Indexer(self.root, cfg, progress, embedder_factory=embedder).run()
+        # A new edit waits for one backfill chunk, not the whole backfill: the next run
+        # resumes it.
+        stop = self.reindexer.has_pending if self.reindexer else None
+        summary = Indexer(self.root, cfg, progress, embedder_factory=embedder).run(stop=stop)
         if fresh or summary.model_changed:
             # A Searcher decides once, when it opens, whether BM25 and dense search are on
             # (lexical index present, vectors from the configured model); both answers may
@@ -520,5 +510,4 @@ __all__ = [
     "LockedEmbedder",
     "Reindexer",
     "client_config",
-    "summary_json",
 ]

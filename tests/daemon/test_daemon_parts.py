@@ -18,6 +18,7 @@ from waiting import HANG_S
 from llmc.config import Config, load_config
 from llmc.daemon.engine import LockedEmbedder, Reindexer
 from llmc.daemon.watcher import PathFilter, Watcher, git_ignored
+from llmc.types import IndexSummary
 
 # A checkout of 1,000 files: each pause of git longer than the debounce may cut a batch.
 # Twenty batches still means fifty files a reindex; a watcher without batching makes ~1,000.
@@ -113,7 +114,7 @@ def test_reindex_requests_coalesce_into_one_pending_run():
         started.set()
         gate.wait(10)
         runs.append(1)
-        return _Summary()
+        return IndexSummary(files_seen=1, files_indexed=1, generation=1, seconds=0.01)
 
     r = Reindexer(run)
     try:
@@ -130,6 +131,31 @@ def test_reindex_requests_coalesce_into_one_pending_run():
         r.stop()
 
 
+def test_has_pending_tells_a_running_backfill_that_an_edit_waits():
+    gate, started = threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def run(progress):
+        started.set()
+        gate.wait(10)
+        seen.append(r.has_pending())  # what the run's stop callback would answer
+        return IndexSummary()
+
+    r = Reindexer(run)
+    try:
+        assert not r.has_pending()
+        r.request("a")
+        assert started.wait(5) and not r.has_pending()  # the running job is not pending
+        r.request("b")
+        assert r.has_pending()
+        gate.set()
+        assert r.wait_idle(10) and not r.has_pending()
+        assert seen == [True, False]
+    finally:
+        gate.set()
+        r.stop()
+
+
 def test_a_failing_run_is_reported_and_the_queue_goes_on():
     calls = []
 
@@ -137,7 +163,7 @@ def test_a_failing_run_is_reported_and_the_queue_goes_on():
         calls.append(1)
         if len(calls) == 1:
             raise RuntimeError("disk full")
-        return _Summary()
+        return IndexSummary(files_seen=1, files_indexed=1, generation=1, seconds=0.01)
 
     r = Reindexer(run)
     try:
@@ -146,16 +172,6 @@ def test_a_failing_run_is_reported_and_the_queue_goes_on():
         assert r.request("b").done.wait(10) and r.to_json()["last"]["error"] is None
     finally:
         r.stop()
-
-
-class _Summary:
-    files_seen = files_indexed = 1
-    files_unchanged = files_removed = spans_written = spans_total = embedded = embed_cached = 0
-    skipped: list = []
-    generation = 1
-    repaired: list = []
-    model_changed = False
-    seconds = 0.01
 
 
 class _Inner:
