@@ -11,7 +11,7 @@ request). Work runs on the ``App``'s thread pool, bounded by ``daemon.request_ti
 (504). Errors are ``{"error": {status, code, message}}`` (docs/daemon-api.md).
 
 MCP: the official SDK's ``StreamableHTTPSessionManager``, stateless, answering JSON (no
-session state in the daemon; every POST is answered on its own), serving ``llmc.mcp``'s
+session state in the daemon; every POST is answered on its own), serving ``mcp_server``'s
 tools through the same endpoint functions, in this process.
 """
 
@@ -231,7 +231,7 @@ def _mcp(app: Any) -> tuple[Any, Any]:
         StreamableHTTPSessionManager,
     )
 
-    from llmc.mcp import McpServer, build_server
+    from llmc.daemon.mcp_server import McpServer, build_server
 
     tools = McpServer(app.engine.root, app.cfg, use_daemon=False, serve=app.run)
     manager = StreamableHTTPSessionManager(
