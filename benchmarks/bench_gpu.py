@@ -33,8 +33,12 @@ base.mkdir(parents=True, exist_ok=True)
 state = {}
 state.update(load_file("/tmp/llmc-base/layers-a.safetensors"))
 state.update(load_file(".gpu/partB/layers-b.safetensors"))
-rr = load_file("llmc/models/reranker/model.safetensors")
-state["embeddings.word_embeddings.weight"] = rr["bert.embeddings.word_embeddings.weight"]
+if Path("/tmp/llmc-base/wa.npy").exists():  # the table carried in two halves
+    halves = [np.load(f"/tmp/llmc-base/w{h}.npy") for h in "ab"]
+    state["embeddings.word_embeddings.weight"] = torch.from_numpy(np.concatenate(halves))
+else:  # a reranker shipped whole keeps the base's frozen table bit for bit
+    rr = load_file("llmc/models/reranker/model.safetensors")
+    state["embeddings.word_embeddings.weight"] = rr["bert.embeddings.word_embeddings.weight"]
 state = {k: (v.float() if v.is_floating_point() else v) for k, v in state.items()}
 save_file(state, str(base / "model.safetensors"))
 shutil.copytree(".gpu/partB/base-config", base, dirs_exist_ok=True)
