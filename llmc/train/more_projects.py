@@ -12,8 +12,7 @@ from __future__ import annotations
 from llmc.corpora import Project
 
 
-def _p(name: str, version: str, sha256: str) -> Project:
-    return Project(name, version, sha256)
+_p = Project  # name, version, sha256 of the sdist
 
 
 MORE_PROJECTS: tuple[Project, ...] = (
