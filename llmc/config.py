@@ -80,7 +80,8 @@ class IndexConfig:
 class EmbeddingConfig:
     """Embeddings (llmc.models.embedder): sentence-transformers models, device, precision."""
 
-    # Model for code spans: default (all-MiniLM-L6-v2, shipped offline), a name or a path.
+    # Model for code spans: default (all-MiniLM-L6-v2, shipped offline), code (llmc's code-tuned
+    # MiniLM, shipped; docs/embedder.md), a name or a path.
     code_model: str = "default"
     docs_model: str = "default"  # model for doc spans; changing a model re-embeds its table
     device: str = "auto"  # auto (cuda > mps > cpu) | cuda | mps | cpu
