@@ -67,8 +67,16 @@ _QUALIFIED_NAME = re.compile(r"^[\w$]+(?:(?:\.|::|:)[\w$]+)+$")
 _local = threading.local()
 
 
+# tree-sitter-yaml's scanner crashes the process (SIGSEGV, not an exception) on block
+# sequences nested some hundreds deep ("- - - - ..."; tomlkit's TOML test suite has a
+# 2 KB one). Such a file is data, not something to find definitions in: line windows.
+_YAML_TOO_DEEP = re.compile(r"(?:-[ \t]+){64}")
+
+
 def code_spans(ctx: Ctx, text: str) -> list[Span]:
     """The spans of ``ctx``'s file, parsed with its language's grammar."""
+    if ctx.lang == "yaml" and _YAML_TOO_DEEP.search(text):
+        raise ValueError("YAML nested too deep for the grammar")
     tree, src = _parse(ctx.lang, text)
     query = _query(ctx.lang)
     if query is not None:

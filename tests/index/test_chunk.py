@@ -986,3 +986,11 @@ def test_long_markdown_section_is_split():
 def test_markdown_of_headings_only_is_one_section():
     spans = chunk("t.md", "# Title\n\n## Sub\n", "markdown", DOC)
     assert shape(spans) == [("section", "Title", "Title", 1, 3)]
+
+
+def test_yaml_nested_too_deep_for_the_grammar_is_windows_not_a_crash():
+    # tree-sitter-yaml segfaults on this (a 2 KB file of tomlkit's TOML test suite).
+    text = "key:\n  " + "- " * 1000 + "1\n"
+    spans = chunk_file("tests/values/nested-1000.yaml", text, "yaml", "code", IndexConfig())
+    assert [s.kind for s in spans] == ["window"]
+    assert spans[0].start_line == 1 and spans[0].end_line == 2
