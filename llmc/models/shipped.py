@@ -11,6 +11,7 @@ A missing or different base is a ModelError with one line, never a silently wron
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -67,8 +68,16 @@ def tensor_sha256(array) -> str:
 
 
 def layers_digest(shipped: Path) -> str:
+    """sha256 of the shipped layers; hashed once per process and file version (the model id
+    and the cache path both ask for it)."""
+    st = (shipped / LAYERS).stat()
+    return _file_sha256(str(shipped / LAYERS), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _file_sha256(path: str, mtime_ns: int, size: int) -> str:
     h = hashlib.sha256()
-    with (shipped / LAYERS).open("rb") as f:
+    with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()

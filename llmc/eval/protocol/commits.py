@@ -50,7 +50,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import subprocess
 import tarfile
 import tempfile
@@ -248,7 +247,7 @@ def _safe_extract(data: bytes, dest: Path) -> None:
 def base_snapshot(git_dir: Path, base: str, dest: Path) -> Path:
     """``git archive <base>`` unpacked at ``dest`` (reused when its marker names ``base``),
     made its own git work tree; regular files only (symlinks are left out)."""
-    from llmc.eval.projects import git_init
+    from llmc.eval.protocol.corpus import replace_corpus
 
     marker = dest / SNAPSHOT_MARKER
     want = f"{TASK_VERSION} {base}"
@@ -260,17 +259,7 @@ def base_snapshot(git_dir: Path, base: str, dest: Path) -> Path:
         out = Path(tmp) / "corpus"
         out.mkdir()
         _safe_extract(data, out)
-        git_init(out)
-        exclude = out / ".git" / "info" / "exclude"
-        if exclude.parent.is_dir():
-            with exclude.open("a", encoding="utf-8") as fh:
-                fh.write(f"{SNAPSHOT_MARKER}\n")
-        (out / SNAPSHOT_MARKER).write_text(want + "\n", encoding="utf-8")
-        if (dest / ".llmc").is_dir():  # keep the index: re-indexing is incremental
-            (dest / ".llmc").rename(out / ".llmc")
-        if dest.exists():
-            shutil.rmtree(dest)
-        out.rename(dest)
+        replace_corpus(out, dest, SNAPSHOT_MARKER, want)
     log.info("unpacked %s at %s", base[:12], dest)
     return dest
 

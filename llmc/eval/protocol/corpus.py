@@ -23,8 +23,9 @@ import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
 
+from llmc.corpora import git_init
 from llmc.docstrings import strip_docstrings as strip_python_docstrings
-from llmc.eval.projects import MARKER, git_init
+from llmc.eval.projects import MARKER
 
 log = logging.getLogger(__name__)
 
@@ -96,23 +97,27 @@ def build_corpus(source: Path, dest: Path, stamp: str) -> Path:
                 target.write_bytes(data)
                 continue
             target.write_text(strip_text(rel, text), encoding="utf-8", newline="")
-        git_init(out)
-        exclude = out / ".git" / "info" / "exclude"
-        if exclude.parent.is_dir():
-            with exclude.open("a", encoding="utf-8") as fh:
-                fh.write(f"{CORPUS_MARKER}\n")
-        (out / CORPUS_MARKER).write_text(want + "\n", encoding="utf-8")
-        if (dest / ".llmc").is_dir():  # keep the index: re-indexing is incremental
-            (dest / ".llmc").rename(out / ".llmc")
-        if dest.exists():
-            shutil.rmtree(dest)
-        out.rename(dest)
+        replace_corpus(out, dest, CORPUS_MARKER, want)
     log.info("built the stripped corpus of %s at %s (%d files)", source.name, dest, len(files))
     return dest
 
 
+def replace_corpus(out: Path, dest: Path, marker: str, stamp: str) -> None:
+    """Make the freshly built ``out`` a git work tree stamped ``stamp`` in ``marker`` (both
+    markers git-ignored), then put it in ``dest``'s place, keeping ``dest``'s index:
+    re-indexing a rebuilt corpus is incremental."""
+    git_init(out, MARKER, marker)
+    (out / marker).write_text(stamp + "\n", encoding="utf-8")
+    if (dest / ".llmc").is_dir():
+        (dest / ".llmc").rename(out / ".llmc")
+    if dest.exists():
+        shutil.rmtree(dest)
+    out.rename(dest)
+
+
 __all__ = [
     "CORPUS_MARKER",
+    "replace_corpus",
     "CORPUS_VERSION",
     "build_corpus",
     "is_build_output",
