@@ -68,6 +68,14 @@ class LockedEmbedder:
                 progress(len(idx))
         return out
 
+    @property
+    def query_runtime_missing(self) -> bool:
+        return bool(getattr(self.inner, "query_runtime_missing", False))
+
+    def ensure_query_runtime(self) -> bool:
+        with self.lock:
+            return bool(self.inner.ensure_query_runtime())
+
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         with self.lock:
             return self.inner.embed_queries(texts)

@@ -151,7 +151,22 @@ class Backfill:
                     category, spaces[category], ids[start : start + self.chunk_spans], summary
                 ):
                     return False
+        self._prepare_query_runtime(spaces)
         return True
+
+    def _prepare_query_runtime(self, spaces: Mapping[str, str]) -> None:
+        """Build the int8 export that later cold queries run on, while the torch model that
+        the export starts from is loaded anyway (``ensure_query_runtime``: once per model
+        and machine; a no-op for runtimes without a split). Never fails the backfill."""
+        for category in spaces:
+            embedder = self.embedder(category)
+            if not getattr(embedder, "query_runtime_missing", False):
+                continue
+            self.progress.phase("preparing the query runtime", None)
+            try:
+                embedder.ensure_query_runtime()
+            except Exception as e:  # noqa: BLE001 - queries then stay on torch
+                log.warning("query runtime not prepared (%s); queries run on torch", e)
 
     def _ensure_vector_spaces(self, summary: IndexSummary) -> dict[str, str]:
         """Category → model id of the spaces to fill. A category whose vec table holds

@@ -5,10 +5,17 @@ it resolves offline. Any sentence-transformers name or local path can be configu
 model that cannot be loaded raises ModelError with one line.
 
 Runtime (``embedding.runtime``): ``auto`` runs ONNX Runtime int8 on CPU (exported once,
-checked against torch and cached: llmc.models.onnx_runtime), torch bf16 on CPUs with native
-bf16 math (measured faster there), torch on CUDA/MPS (fp16 on CUDA); ``torch`` and ``onnx``
-force one (``onnx`` always runs on the CPU). A failed export or check falls back to torch with one
-warning line. The runtime is not part of the recorded model id (see onnx_runtime).
+checked against torch and cached: llmc.models.onnx_runtime), torch on CUDA/MPS (fp16 on
+CUDA); ``torch`` and ``onnx`` force one (``onnx`` always runs on the CPU). A failed export
+or check falls back to torch with one warning line. The runtime is not part of the recorded
+model id (see onnx_runtime).
+
+On CPUs with native bf16 math (AVX512-BF16/AMX) ``auto`` splits the work: passages run on
+torch bf16 (measured faster than the int8 export there, and closer to fp32), queries on the
+int8 export once it is cached. A query is one short text, where the cost is the process,
+not the math: importing torch and sentence-transformers is most of a cold `llmc search`,
+onnxruntime and tokenizers a fraction of it. ``llmc index`` builds the export when it is
+missing (``ensure_query_runtime``); until then queries run on torch too.
 """
 
 from __future__ import annotations
@@ -93,8 +100,6 @@ class SentenceTransformerEmbedder:
         passage_prefix: str = "",
         runtime: str = "auto",
     ):
-        from llmc.models.device import pick_device
-
         if runtime not in RUNTIMES:
             raise ModelError(
                 f"unknown embedding runtime {runtime!r} (one of {', '.join(RUNTIMES)})"
@@ -105,23 +110,29 @@ class SentenceTransformerEmbedder:
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
         started = time.perf_counter()
-        self._onnx = None
-        if runtime == "onnx" or (runtime == "auto" and _auto_picks_onnx(device, precision)):
+        self._device, self._precision = device, precision
+        self._onnx = None  # runs passages and queries
+        self._query_onnx = None  # runs queries only (``auto`` on a bf16 CPU)
+        self._model = None  # torch, loaded when something needs it
+        plan = _auto_runtime(device, precision) if runtime == "auto" else runtime
+        self._split = plan == "split"
+        self._query_tried = False  # ensure_query_runtime ran in this process
+        if plan == "onnx":
             self._onnx = self._load_onnx(requested=runtime == "onnx")
-        self.runtime = "torch" if self._onnx is None else "onnx-int8"
+        elif self._split:
+            self._query_onnx = self._cached_onnx()
         if self._onnx is not None:
-            self._model = None
             self.dim = self._onnx.dim
-        else:
-            self.choice = pick_device(device, precision)
-            self._model = _load(self._source, self.choice.device, self.choice.precision)
-            if max_seq_length and self._model.max_seq_length > max_seq_length:
-                self._model.max_seq_length = max_seq_length
-            dim_fn = (
-                getattr(self._model, "get_embedding_dimension", None)
-                or self._model.get_sentence_embedding_dimension
+        elif self._query_onnx is not None:
+            self.dim = self._query_onnx.dim
+            self.choice = DeviceChoice(
+                "cpu",
+                "bf16",
+                "device cpu, torch bf16 for passages (CPU has AVX512-BF16/AMX), onnxruntime "
+                f"int8 ({self._query_onnx.meta.get('plan', {}).get('isa', '?')}) for queries",
             )
-            self.dim = int(dim_fn())
+        else:
+            self._torch_model()
         self.load_seconds = time.perf_counter() - started
         log.info(
             "embedder %s loaded in %.1fs on %s",
@@ -129,6 +140,57 @@ class SentenceTransformerEmbedder:
             self.load_seconds,
             self.choice.reason,
         )
+
+    @property
+    def runtime(self) -> str:
+        if self._onnx is not None:
+            return "onnx-int8"
+        if self._query_onnx is not None:
+            return "torch, onnx-int8 for queries"
+        return "torch"
+
+    def _torch_model(self):
+        """The sentence-transformers model, loaded (once per process) on first need."""
+        if self._model is None:
+            from llmc.models.device import pick_device
+
+            choice = pick_device(self._device, self._precision)
+            self._model = _load(self._source, choice.device, choice.precision)
+            if self.max_seq_length and self._model.max_seq_length > self.max_seq_length:
+                self._model.max_seq_length = self.max_seq_length
+            dim_fn = (
+                getattr(self._model, "get_embedding_dimension", None)
+                or self._model.get_sentence_embedding_dimension
+            )
+            self.dim = int(dim_fn())
+            if self._query_onnx is None:
+                self.choice = choice
+        return self._model
+
+    def _cached_onnx(self):
+        """The int8 export for queries if a checked one is cached; never builds it."""
+        from llmc.models.onnx_runtime import cached_onnx_encoder
+
+        return cached_onnx_encoder(self.model_id, self._source, self.max_seq_length)
+
+    @property
+    def query_runtime_missing(self) -> bool:
+        """True when queries could run on an int8 export that is not built (or tried) yet."""
+        return self._split and self._query_onnx is None and not self._query_tried
+
+    def ensure_query_runtime(self) -> bool:
+        """Build the int8 export that queries run on (``auto`` on a bf16 CPU) if it is not
+        cached yet: once per model, machine and library versions. True when queries run on it."""
+        if not self._split:
+            return False
+        if self._query_onnx is None and not self._query_tried:
+            self._query_tried = True
+            self._query_onnx = self._load_onnx(requested=False)
+            if self._query_onnx is not None:
+                self.choice = DeviceChoice(
+                    "cpu", "bf16", "device cpu, torch bf16 for passages, onnxruntime int8 for queries"
+                )
+        return self._query_onnx is not None
 
     def _load_onnx(self, requested: bool):
         from llmc.models.onnx_runtime import load_onnx_encoder
@@ -141,7 +203,7 @@ class SentenceTransformerEmbedder:
             lambda: _load.__wrapped__(self._source, "cpu", "fp32"),
             requested=requested,
         )
-        if encoder is not None:
+        if encoder is not None and not self._split:
             isa = encoder.meta.get("plan", {}).get("isa", "?")
             self.choice = DeviceChoice(
                 "cpu",
@@ -156,6 +218,7 @@ class SentenceTransformerEmbedder:
             return self._onnx.encode(texts, self.batch_size)
         import torch
 
+        model = self._torch_model()
         # A handful of texts (a query, a one-file edit) runs on one thread: the work is too
         # small to split, and on a busy 2-core machine OpenMP's barrier waits made a single
         # span take ~1 s with 2 threads against ~25 ms with one.
@@ -165,7 +228,7 @@ class SentenceTransformerEmbedder:
             torch.set_num_threads(1)
         try:
             with torch.inference_mode():
-                vectors = self._model.encode(
+                vectors = model.encode(
                     list(texts),
                     batch_size=self.batch_size,
                     convert_to_numpy=True,
@@ -195,21 +258,25 @@ class SentenceTransformerEmbedder:
         return out
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode([self.query_prefix + t for t in texts])
+        prefixed = [self.query_prefix + t for t in texts]
+        if self._query_onnx is not None:
+            return self._query_onnx.encode(prefixed, self.batch_size)
+        return self._encode(prefixed)
 
 
-def _auto_picks_onnx(device: str, precision: str) -> bool:
-    """``runtime = "auto"``: ONNX Runtime int8 on a CPU, unless a precision is configured or
-    the CPU multiplies bf16 natively (AVX512-BF16/AMX), where torch bf16 measured faster than
-    the int8 export at a closer match to fp32 (benchmarks/README.md)."""
+def _auto_runtime(device: str, precision: str) -> str:
+    """What ``runtime = "auto"`` runs: ``onnx`` (int8) on a CPU; ``split`` (torch bf16 for
+    passages, int8 for queries) on a CPU that multiplies bf16 natively (AVX512-BF16/AMX),
+    where torch bf16 measured faster than the int8 export at a closer match to fp32
+    (benchmarks/README.md); ``torch`` on a GPU or when a precision is configured."""
     from llmc.models.device import cpu_has_fast_bf16
 
     if precision != "auto" or _resolve_device(device) != "cpu":
-        return False
+        return "torch"
     if cpu_has_fast_bf16():
-        log.debug("embedding runtime auto: torch bf16 (the CPU has AVX512-BF16/AMX)")
-        return False
-    return True
+        log.debug("embedding runtime auto: torch bf16 for passages, int8 for queries")
+        return "split"
+    return "onnx"
 
 
 def _resolve_device(device: str) -> str:

@@ -325,6 +325,26 @@ def load_onnx_encoder(
         return None
 
 
+def cached_onnx_encoder(
+    model_id: str, source: str, max_seq_length: int, isa: str | None = None
+) -> OnnxEncoder | None:
+    """The int8 export of ``source`` if one is cached and passed its check, else None;
+    never exports (that needs torch, which is what a caller of this avoids importing)."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return None
+    final = cache_dir(model_id, source, quant_plan(isa or detect_isa()))
+    meta = _read_meta(final)
+    if not meta or not meta.get("check", {}).get("passed"):
+        return None
+    try:
+        return OnnxEncoder(final, max_seq_length)
+    except Exception as e:  # noqa: BLE001 - unreadable: torch now, rebuilt by the next index
+        log.info("onnx cache %s unreadable (%s): queries run on torch", final, _first_line(e))
+        return None
+
+
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
     return text.splitlines()[0][:200] if text else type(e).__name__
@@ -336,6 +356,7 @@ __all__ = [
     "QuantPlan",
     "cache_dir",
     "cache_root",
+    "cached_onnx_encoder",
     "check",
     "cpu_count",
     "cpu_flags",

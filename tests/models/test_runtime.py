@@ -114,10 +114,11 @@ def test_runtime_from_config_and_auto(monkeypatch):
     assert auto.runtime == "onnx-int8"
     torch_cfg = EmbeddingConfig(device="cpu", runtime="torch")
     assert embedder_from_config(torch_cfg, "doc").runtime == "torch"
-    # a configured precision, or a CPU with native bf16, keeps torch under auto
-    assert not embedder_mod._auto_picks_onnx("cpu", "fp32")
+    # a configured precision keeps torch under auto; a CPU with native bf16 splits the work
+    assert embedder_mod._auto_runtime("cpu", "fp32") == "torch"
+    assert embedder_mod._auto_runtime("cpu", "auto") == "onnx"
     monkeypatch.setattr("llmc.models.device.cpu_has_fast_bf16", lambda: True)
-    assert not embedder_mod._auto_picks_onnx("cpu", "auto")
+    assert embedder_mod._auto_runtime("cpu", "auto") == "split"
     with pytest.raises(Exception, match="unknown embedding runtime"):
         SentenceTransformerEmbedder(runtime="tensorrt")
 
@@ -227,3 +228,45 @@ def test_pool_by_hand():
     np.testing.assert_allclose(pool(hidden, mask, "cls"), [[1.0, 0.0]])
     np.testing.assert_allclose(pool(hidden, mask, "max"), [[3.0, 2.0]])
     np.testing.assert_allclose(pool(hidden, mask, "mean_sqrt_len"), [[4 / 2**0.5, 2 / 2**0.5]])
+
+
+def test_auto_on_a_bf16_cpu_runs_queries_on_the_cached_export(monkeypatch, torch_fp32):
+    """Passages on torch bf16, queries on the int8 export (cached by the first test): a query
+    loads no torch model, which is what keeps a cold `llmc search` short."""
+    monkeypatch.setattr("llmc.models.device.cpu_has_fast_bf16", lambda: True)
+    e = SentenceTransformerEmbedder(runtime="auto", device="cpu")
+    assert e.runtime == "torch, onnx-int8 for queries" and not e.query_runtime_missing
+    queries = e.embed_queries(TEXTS[3:5])
+    assert e._model is None
+    assert ((queries * torch_fp32.embed_queries(TEXTS[3:5])).sum(axis=1) >= 0.99).all()
+    passages = e.embed_passages(TEXTS)
+    assert e._model is not None and e.choice.precision == "bf16"
+    assert ((passages * torch_fp32.embed_passages(TEXTS)).sum(axis=1) >= 0.99).all()
+
+
+def test_index_prepares_the_query_runtime_once(tmp_path, monkeypatch, sample_repo):
+    """Without a cached export, queries run on torch; `llmc index` builds the export after
+    its backfill, and the next process's queries run on it. Nothing to build: no phase."""
+    from click.testing import CliRunner
+
+    from llmc.cli import main
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr("llmc.models.device.cpu_has_fast_bf16", lambda: True)
+    embedder_mod.get_embedder.cache_clear()
+    before = SentenceTransformerEmbedder(runtime="auto", device="cpu")
+    assert before.runtime == "torch" and before.query_runtime_missing
+    assert not _export_dirs(tmp_path / "cache")
+    try:
+        result = CliRunner().invoke(main, ["index", str(sample_repo), "-q"])
+        assert result.exit_code == 0, result.output
+        (directory,) = _export_dirs(tmp_path / "cache")
+        assert json.loads((directory / "meta.json").read_text())["check"]["passed"] is True
+        after = SentenceTransformerEmbedder(runtime="auto", device="cpu")
+        assert after.runtime == "torch, onnx-int8 for queries"
+        (sample_repo / "extra.py").write_text("def added_later():\n    return 42\n")
+        monkeypatch.setattr(onnx_runtime, "export", lambda *a, **k: pytest.fail("re-exported"))
+        result = CliRunner().invoke(main, ["index", str(sample_repo), "-q"])
+        assert result.exit_code == 0, result.output
+    finally:
+        embedder_mod.get_embedder.cache_clear()
