@@ -69,6 +69,10 @@ class IndexConfig:
         ]
     )
     index_secrets: bool = False  # index .env*, *.pem, *.key, id_rsa*, *.p12, credentials...
+    # Skip generated and minified files: lock files, *.min.js, source maps, minified JS/CSS/JSON,
+    # Sphinx/Doxygen HTML output, "Code generated ... DO NOT EDIT" / @generated headers.
+    skip_generated: bool = True
+    skip_translations: bool = True  # skip gettext .po/.pot/.mo and XLIFF translation catalogues
     max_span_lines: int = 120  # longer spans are split into parts, keeping their symbol
     span_overlap_lines: int = 10  # lines shared by consecutive parts of a split span
     window_lines: int = 60  # span size for files without a grammar

@@ -29,6 +29,7 @@ from llmc.config import Config
 from llmc.errors import LlmcError, StoreError
 from llmc.index.backfill import Backfill, Coverage, coverage
 from llmc.index.chunk_pool import ChunkPool
+from llmc.index.generated import SKIP_POLICY_KEY, Detector
 from llmc.index.progress import (
     GuardedLock,
     Progress,
@@ -333,11 +334,14 @@ class Indexer:
         summary.skipped = list(walked.skipped)
         summary.files_seen = len(walked.files)
         known = store.files()
-        changed, unchanged = self._diff(walked.files, known, full)
+        # Other skip rules than the index was built with (generated.py): read every file again
+        policy = Detector(self.cfg.index).policy
+        recheck = store.get_meta(SKIP_POLICY_KEY) != policy
+        changed, unchanged = self._diff(walked.files, known, full or recheck)
         summary.files_unchanged = len(unchanged)
         spaces = self._usable_spaces(store, summary)
         clock = lap(summary, "walk", clock)
-        parsed = self._parse(changed, known, summary, full, store=store)
+        parsed = self._parse(changed, known, summary, full, store=store, recheck=recheck)
         clock = lap(summary, "parse", clock)
         walked_paths = {f.path for f in walked.files} - {s.path for s in summary.skipped}
         removed = sorted(set(known) - walked_paths)
@@ -347,6 +351,8 @@ class Indexer:
             summary.searchable_seconds = time.perf_counter() - started
             self._finish_derived(store, lexical, [], [], summary)
             lap(summary, "graph", clock)
+            if recheck:  # recorded once the changes are committed: a crash rechecks
+                store.set_meta(SKIP_POLICY_KEY, policy)
             self._totals(store, summary)
             return summary
 
@@ -365,6 +371,8 @@ class Indexer:
         lap(summary, "graph", clock)
         store.prune_cache([self.model_id(c) for c in (CODE, DOC)])
         store.set_meta("indexed_at", str(time.time()))
+        if recheck:
+            store.set_meta(SKIP_POLICY_KEY, policy)
         self._totals(store, summary)
         self._check()
         return summary
@@ -435,8 +443,10 @@ class Indexer:
         summary: IndexSummary,
         full: bool,
         store: Store | None = None,
+        recheck: bool = False,
     ) -> list[_Parsed]:
-        languages = set(self.cfg.index.languages)
+        languages, reuse = set(self.cfg.index.languages), not (full or recheck)
+        detector = Detector(self.cfg.index)
         self.progress.phase("parsing", len(files))
         out: list[_Parsed] = []
         known_skips = store.skipped_files() if store is not None else {}
@@ -468,11 +478,11 @@ class Indexer:
         with ChunkPool(len(files)) as pool:
             for f in files:
                 prior = known_skips.get(f.path)
-                if not full and prior is not None and prior[:2] == (f.size, f.mtime_ns):
+                if reuse and prior is not None and prior[:2] == (f.size, f.mtime_ns):
                     self.progress.advance()
                     summary.skipped.append(SkippedFile(f.path, prior[2], prior[3]))
                     continue
-                read = read_text(self.root, f.path)
+                read = read_text(self.root, f.path, detector)
                 if read.skipped is not None:
                     self.progress.advance()
                     summary.skipped.append(read.skipped)

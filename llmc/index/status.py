@@ -9,6 +9,7 @@ from pathlib import Path
 
 from llmc.config import Config
 from llmc.index.backfill import Coverage
+from llmc.index.generated import Detector
 from llmc.index.walk import read_text, walk
 from llmc.paths import db_path, graph_path, lexical_path
 from llmc.store.db import Store
@@ -83,6 +84,7 @@ def index_status(root: Path, cfg: Config) -> IndexStatus:
         known = store.files()
         counts = store.counts()
         walked = walk(root, cfg.index)
+        detector = Detector(cfg.index)
         current = {f.path: f for f in walked.files}
         changed = [
             p
@@ -123,7 +125,7 @@ def index_status(root: Path, cfg: Config) -> IndexStatus:
             indexed_at=float(indexed_at) if indexed_at else None,
             changed_files=sorted(changed),
             new_files=sorted(
-                p for p in set(current) - set(known) if read_text(root, p).skipped is None
+                p for p in set(current) - set(known) if read_text(root, p, detector).skipped is None
             ),
             deleted_files=sorted(set(known) - set(current)),
             uncommitted_changes=_uncommitted(root),

@@ -3,7 +3,9 @@
 In a git work tree the file list is git's own (tracked plus untracked-not-ignored), so
 llmc sees exactly what the developer sees. Elsewhere ``.gitignore`` files are honoured
 with pathspec. This step costs one ``stat`` per file; content checks (binary,
-undecodable) happen only for files whose stat changed (see ``read_text``).
+undecodable, generated, minified) happen only for files whose stat changed (see
+``read_text``). Generated, minified and translation files are judged by
+``llmc.index.generated``: here from their path, in ``read_text`` from the text it read.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 import pathspec
 
 from llmc.config import IndexConfig
+from llmc.index.generated import Detector
 from llmc.types import SkippedFile
 
 log = logging.getLogger(__name__)
@@ -189,6 +192,7 @@ def walk(root: Path, cfg: IndexConfig) -> WalkResult:
     if names is None:
         names = _gitignore_files(root, skip_dirs)
     include = pathspec.GitIgnoreSpec.from_lines(cfg.include) if cfg.include else None
+    detector = Detector(cfg, names)
     exclude = pathspec.GitIgnoreSpec.from_lines(cfg.exclude) if cfg.exclude else None
     files: list[WalkedFile] = []
     skipped: list[SkippedFile] = []
@@ -215,6 +219,10 @@ def walk(root: Path, cfg: IndexConfig) -> WalkResult:
             continue
         if include is not None and not include.match_file(rel):
             skipped.append(SkippedFile(rel, EXCLUDED, "does not match index.include"))
+            continue
+        verdict = detector.by_path(rel)
+        if verdict is not None:
+            skipped.append(SkippedFile(rel, verdict.reason, verdict.detail))
             continue
         full = root / rel
         try:
@@ -254,8 +262,10 @@ class FileText:
     skipped: SkippedFile | None
 
 
-def read_text(root: Path, rel: str) -> FileText:
-    """Read a file as UTF-8 text, or say why it is not indexable text."""
+def read_text(root: Path, rel: str, detector: Detector | None = None) -> FileText:
+    """Read a file as UTF-8 text, or say why it is not indexable text; with a
+    ``detector``, a generated or minified file is not indexable either (judged from the
+    text read here, so no file is read twice)."""
     try:
         data = (root / rel).read_bytes()
     except OSError as e:
@@ -270,6 +280,10 @@ def read_text(root: Path, rel: str) -> FileText:
         return FileText(None, SkippedFile(rel, UNDECODABLE, f"not UTF-8 at byte {e.start}"))
     if not text.strip():
         return FileText(None, SkippedFile(rel, EMPTY, "no text"))
+    if detector is not None:
+        verdict = detector.by_content(rel, text)
+        if verdict is not None:
+            return FileText(None, SkippedFile(rel, verdict.reason, verdict.detail))
     return FileText(text, None)
 
 

@@ -265,7 +265,7 @@ def test_unchanged_skipped_files_are_not_read_again(tmp_path, monkeypatch):
 
     reads: list[str] = []
     real = indexer.read_text
-    monkeypatch.setattr(indexer, "read_text", lambda r, p: reads.append(p) or real(r, p))
+    monkeypatch.setattr(indexer, "read_text", lambda r, p, *a: reads.append(p) or real(r, p, *a))
     again = run_index(root)
     assert reads == []  # stat unchanged: the recorded reason is reused
     assert again["skipped_by_reason"] == {"binary": 1, "empty": 1}
