@@ -1,7 +1,9 @@
 """Build and incrementally update ``.llmc/rag_graph.json`` after an index run.
 
-Steps: per-file facts (re-extracted only for changed files; the rest come from
-``.llmc/graph_facts.pickle``, a cache keyed by each file's content hash in the store) →
+Steps: per-file facts (re-extracted only for changed files, by the indexer's chunk workers
+from the parse they chunked, see :mod:`llmc.graph.facts`, or here from disk when no worker
+saw the file; the rest come from ``.llmc/graph_facts.pickle``, a cache of each file's
+pickled facts keyed by its content hash in the store) →
 cross-file resolution (only of the files a change can affect, see
 :mod:`llmc.graph.incremental`; the other files' edges come from the same cache) →
 node ↔ span mapping → node-link JSON written atomically.
@@ -23,10 +25,12 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llmc.graph.extract import extract_file
+from llmc.graph.facts import with_span_defs
 from llmc.graph.incremental import STATE_VERSION, ResolutionState
 from llmc.graph.langs import is_doc, spec_for
 from llmc.graph.model import (
@@ -37,7 +41,6 @@ from llmc.graph.model import (
     SCHEMA,
     SCHEMA_VERSION,
     UNRESOLVED,
-    Def,
     FileFacts,
     GraphStats,
 )
@@ -53,7 +56,7 @@ log = logging.getLogger(__name__)
 # resolves again instead of reusing the previous graph.
 RESOLVER_VERSION = 2
 _FAILURES = ("unreadable", "binary", "extract", "doc:")  # errors that lose a file's facts
-_SPAN_DEF_KINDS_SKIP = frozenset({"module", "block", "section", "paragraph", "window", "text"})
+_BOM = b"\xef\xbb\xbf"  # the indexer reads text without it (``walk.read_text``)
 
 
 def graph_path(repo_root: Path) -> Path:
@@ -67,14 +70,17 @@ def update_graph(
     removed: list[str],
     generation: int,
     cfg: GraphConfig | None = None,
+    facts: Mapping[str, bytes] | None = None,
 ) -> GraphStats:
     """Bring the graph up to date with the store after an index run (writer lock held).
 
-    ``changed`` files are re-extracted from disk; other files reuse cached facts when the
-    store's content hash still matches; ``removed`` files drop out. Returns what was done.
+    ``changed`` files take their pickled facts from ``facts`` (what the chunk workers
+    extracted from the text the store now holds), else are re-extracted from disk; other
+    files reuse cached facts when the store's content hash still matches; ``removed``
+    files drop out. Returns what was done.
     """
     with _gc_paused():
-        return _update(repo_root, store, changed, removed, generation, cfg)
+        return _update(repo_root, store, changed, removed, generation, cfg, facts or {})
 
 
 def _update(
@@ -84,6 +90,7 @@ def _update(
     removed: list[str],
     generation: int,
     cfg: GraphConfig | None,
+    given: Mapping[str, bytes],
 ) -> GraphStats:
     started = time.perf_counter()
     repo_root = Path(repo_root)
@@ -155,20 +162,27 @@ def _update(
                     reused += 1
                     continue
                 log.debug("%s: cached graph facts unreadable; re-extracting", path)
-            if spans_by_path is None:
-                spans_by_path = _span_rows(store)
-            f = _extract_one(repo_root, path, rec.lang, rec.category, cfg, spans_by_path.get(path))
+            pickled = given.get(path)
+            f = _unpickle(pickled) if pickled is not None else None
+            if f is None:
+                pickled = None
+                if spans_by_path is None:
+                    spans_by_path = _span_rows(store)
+                f = _extract_one(
+                    repo_root, path, rec.lang, rec.category, cfg, spans_by_path.get(path)
+                )
             reextracted.add(path)
             extracted += 1
             if f.error.startswith(_FAILURES):
                 failed += 1
             facts[path] = f
-            new_cache[path] = {"hash": rec.content_hash, "facts": f}
+            new_cache[path] = {"hash": rec.content_hash, "facts": f, "pickled": pickled}
 
         previous_state = None if rebuilt else _load_state(cache)
         resolver = Resolver(facts, repo_root, cfg.name_fallback)
         nodes, edges, counts = resolver.run_incremental(previous_state, reextracted)
         resolved = resolver.files_resolved
+        resolver.release()
         log.debug("graph: resolved %d of %d files", resolved, len(facts))
         if spans_by_path is None:
             spans_by_path = _span_rows(store)
@@ -231,26 +245,23 @@ def _extract_one(
             if b"\x00" in raw[:8192]:
                 f = FileFacts(path, lang or "", cat, error="binary")
             else:
+                if raw.startswith(_BOM):
+                    raw = raw[len(_BOM) :]
                 f = extract_file(path, raw.decode("utf-8", "replace"), lang, category)
     except OSError as e:
         f = FileFacts(path, lang or "", cat, error=f"unreadable: {e.strerror or e}")
     if f.error:
         log.debug("%s: %s", path, f.error)
-    if not f.defs and f.category == "code" and spans:
-        # Languages without a tags query, and files too large to parse: definitions only,
-        # from the spans the indexer already cut.
-        f.defs = _defs_from_spans(spans)
-        f.end_line = max([f.end_line] + [r[4] for r in spans])
-    return f
+    return with_span_defs(f, spans)
 
 
-def _defs_from_spans(rows: list[tuple]) -> list[Def]:
-    out: dict[str, Def] = {}
-    for _, kind, qual, symbol, start, end, part in rows:
-        if part or kind in _SPAN_DEF_KINDS_SKIP or not qual:
-            continue
-        out.setdefault(qual, Def(symbol or qual.rsplit(".", 1)[-1], qual, kind, start, end))
-    return list(out.values())
+def _unpickle(blob: bytes) -> FileFacts | None:
+    try:
+        f = pickle.loads(blob)
+    except Exception as e:  # noqa: BLE001 - derived data: re-extract
+        log.debug("pickled graph facts unreadable (%s); re-extracting", e)
+        return None
+    return f if isinstance(f, FileFacts) else None
 
 
 def _span_rows(store: Store) -> dict[str, list[tuple]]:
@@ -383,7 +394,8 @@ def read_header(path: Path) -> dict[str, Any] | None:
 
 def _load_facts_cache(path: Path) -> dict[str, Any]:
     """The facts cache: a pickle of ``{"version", "token", "files": {path: {"hash"}},
-    "blob"}`` (``blob``: the pickled ``{path: FileFacts}``, see :func:`_load_cached_facts`).
+    "blob"}`` (``blob``: the pickled ``{path: pickled FileFacts}``, see
+    :func:`_load_cached_facts`).
     Derived data: anything unreadable means re-extracting."""
     try:
         with open(path, "rb") as fh:
@@ -407,12 +419,16 @@ def _load_cached_facts(cache: dict[str, Any]) -> None:
     if blob is None:
         return
     try:
-        facts = pickle.loads(blob)
+        pickles = pickle.loads(blob)
     except Exception as e:  # noqa: BLE001 - derived data: re-extract
         log.debug("graph facts cache unreadable (%s); re-extracting everything", e)
-        facts = {}
+        pickles = {}
+    if not isinstance(pickles, dict):
+        pickles = {}
     for path, entry in cache.get("files", {}).items():
-        entry["facts"] = facts.get(path) if isinstance(facts, dict) else None
+        pickled = pickles.get(path)
+        entry["facts"] = _unpickle(pickled) if isinstance(pickled, bytes) else None
+        entry["pickled"] = pickled if entry["facts"] is not None else None
 
 
 def _load_state(cache: dict[str, Any]) -> ResolutionState | None:
@@ -447,15 +463,18 @@ def _write_facts_cache(
     path: Path, data: dict[str, Any], state: ResolutionState | None = None
 ) -> None:
     """Hashes in the outer pickle; the facts and the per-file resolution in inner blobs
-    that are loaded on demand."""
+    that are loaded on demand. Each file's facts are pickled on their own, once: by the
+    chunk worker that extracted them or, for facts extracted here, now."""
     files = data["files"]
+    pickles = {
+        p: e.get("pickled") or pickle.dumps(e["facts"], protocol=pickle.HIGHEST_PROTOCOL)
+        for p, e in files.items()
+    }
     outer = {
         "version": data["version"],
         "token": data["token"],
         "files": {p: {"hash": e["hash"]} for p, e in files.items()},
-        "blob": pickle.dumps(
-            {p: e["facts"] for p, e in files.items()}, protocol=pickle.HIGHEST_PROTOCOL
-        ),
+        "blob": pickle.dumps(pickles, protocol=pickle.HIGHEST_PROTOCOL),
     }
     if state is not None:
         outer["resolution"] = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import logging
 import re
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -72,8 +73,17 @@ def type_head(text: str) -> str:
     return re.sub(r"\s*(?:\.|::)\s*", ".", m.group(0))
 
 
-def extract_file(path: str, text: str, lang: str | None, category: str | None) -> FileFacts:
-    """Facts for one file; never raises for bad input (``facts.error`` says what failed)."""
+def extract_file(
+    path: str,
+    text: str,
+    lang: str | None,
+    category: str | None,
+    trees: Mapping[str, Any] | None = None,
+) -> FileFacts:
+    """Facts for one file; never raises for bad input (``facts.error`` says what failed).
+
+    ``trees``: tree-sitter parses of exactly ``text`` by grammar name (the chunker's, see
+    ``chunk_file``); the file's grammar's tree is used instead of parsing again."""
     if is_doc(path, lang, category) and spec_for(path, None) is None:
         try:
             return extract_doc(path, text)
@@ -84,7 +94,7 @@ def extract_file(path: str, text: str, lang: str | None, category: str | None) -
     if spec is None:
         return FileFacts(path=path, lang=lang or "", category=category or "code")
     try:
-        return _extract_code(path, text, spec)
+        return _extract_code(path, text, spec, (trees or {}).get(spec.grammar))
     except Exception as e:  # noqa: BLE001 - one bad file never stops the build
         log.warning("%s: graph extraction failed: %s", path, e)
         return FileFacts(path=path, lang=spec.name, category="code", error=f"extract: {e}")
@@ -112,11 +122,12 @@ class _Scopes:
         return d
 
 
-def _extract_code(path: str, text: str, spec: LangSpec) -> FileFacts:
+def _extract_code(path: str, text: str, spec: LangSpec, tree: Any = None) -> FileFacts:
     import tree_sitter
 
     src = text.encode("utf-8", "surrogatepass")
-    tree = _parser(spec.grammar).parse(src)
+    if tree is None:
+        tree = _parser(spec.grammar).parse(src)
     root = tree.root_node
     facts = FileFacts(path=path, lang=spec.name, category="code")
     facts.end_line = text.count("\n") + 1

@@ -13,7 +13,7 @@ from typing import Any
 
 SCHEMA = "llmc.rag_graph"
 SCHEMA_VERSION = 1
-FACTS_VERSION = 5
+FACTS_VERSION = 6  # 6: each file's facts pickled on their own
 GRAPH_FILE = "rag_graph.json"
 FACTS_FILE = "graph_facts.pickle"
 

@@ -114,6 +114,13 @@ class Resolver(Lookup):
             self.state = ResolutionState(STATE_VERSION, self.name_fallback, sig, snap, results)
         return self._merge(results)
 
+    def release(self) -> None:
+        """Drop the language rules' references back to this resolver. Without that cycle,
+        its tables (millions of small records) are freed by reference counting as soon as
+        it goes, not by a cyclic GC pass over all of them (~1 s for 1,000 files)."""
+        for rules in (self.generic, *self.family_rules.values()):
+            rules.r = None  # type: ignore[assignment]
+
     def _merge(self, results: dict[str, FileResult]) -> tuple[dict, Edges, dict]:
         table = self.table
         for phase in range(len(PHASES)):

@@ -31,6 +31,7 @@ is exactly ``"\\n".join(lines[start_line - 1 : end_line])``.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from llmc.config import IndexConfig
 from llmc.index.chunk_code import code_spans
@@ -39,16 +40,25 @@ from llmc.index.chunk_emit import Ctx, split_lines, windows
 from llmc.languages import has_grammar
 from llmc.types import CODE, DOC, Span
 
+if TYPE_CHECKING:  # pragma: no cover
+    from tree_sitter import Tree
+
 log = logging.getLogger(__name__)
 
 
 def chunk_file(
-    path: str, text: str, lang: str | None, category: str | None, cfg: IndexConfig
+    path: str,
+    text: str,
+    lang: str | None,
+    category: str | None,
+    cfg: IndexConfig,
+    trees: dict[str, Tree] | None = None,
 ) -> list[Span]:
     """Spans of one file. ``path`` is repo-relative (posix); never raises.
 
     ``lang``/``category`` come from ``detect_language``; ``(None, None)`` (unknown type)
-    gives line windows with lang ``"text"``, category CODE.
+    gives line windows with lang ``"text"``, category CODE. With ``trees``, a tree-sitter
+    parse made on the way is left there, keyed by grammar name (the graph reuses it).
     """
     try:
         lines = split_lines(text if isinstance(text, str) else str(text))
@@ -60,7 +70,7 @@ def chunk_file(
     overlap = min(max(0, int(cfg.span_overlap_lines or 0)), max_lines - 1)
     ctx = Ctx(path, lines, lang or "text", category or CODE, cfg, max_lines, overlap)
     try:
-        spans = _dispatch(ctx, text, lang, category)
+        spans = _dispatch(ctx, text, lang, category, trees)
         if not spans:
             spans = windows(ctx)
     except Exception as e:  # includes RecursionError on absurd nesting
@@ -73,7 +83,9 @@ def chunk_file(
     return spans
 
 
-def _dispatch(ctx: Ctx, text: str, lang: str | None, category: str | None) -> list[Span]:
+def _dispatch(
+    ctx: Ctx, text: str, lang: str | None, category: str | None, trees: dict | None
+) -> list[Span]:
     if lang == "markdown":
         return markdown_spans(ctx)
     if lang == "rst":
@@ -81,7 +93,7 @@ def _dispatch(ctx: Ctx, text: str, lang: str | None, category: str | None) -> li
     if lang == "text" or category == DOC:
         return paragraph_spans(ctx)
     if lang and has_grammar(lang):
-        return code_spans(ctx, text)
+        return code_spans(ctx, text, trees)
     return windows(ctx)
 
 

@@ -73,11 +73,14 @@ _local = threading.local()
 _YAML_TOO_DEEP = re.compile(r"(?:-[ \t]+){64}")
 
 
-def code_spans(ctx: Ctx, text: str) -> list[Span]:
-    """The spans of ``ctx``'s file, parsed with its language's grammar."""
+def code_spans(ctx: Ctx, text: str, trees: dict[str, Tree] | None = None) -> list[Span]:
+    """The spans of ``ctx``'s file, parsed with its language's grammar; with ``trees``, the
+    parse is left there under its grammar's name for the graph's extraction to reuse."""
     if ctx.lang == "yaml" and _YAML_TOO_DEEP.search(text):
         raise ValueError("YAML nested too deep for the grammar")
     tree, src = _parse(ctx.lang, text)
+    if trees is not None:
+        trees[grammar_name(ctx.lang) or ctx.lang] = tree
     query = _query(ctx.lang)
     if query is not None:
         return _code_spans(ctx, tree, src, query)

@@ -4,8 +4,10 @@ before it is searchable, and it is per file, so it spreads over processes.
 ``ChunkPool`` chunks one file at a time in this process below ``PARALLEL_MIN_FILES`` files
 (an edit, a small repository: a pool would cost more than it saves) or on a one-core machine,
 and otherwise in ``spawn``-ed worker processes (safe in a threaded caller such as the daemon,
-unlike ``fork``). Workers die with their parent (``PR_SET_PDEATHSIG`` on Linux), so a killed
-`llmc index` leaves none behind; they only read the texts they are handed and write nothing.
+unlike ``fork``). Asked to, a worker also extracts the file's graph facts from the same
+tree-sitter parse (``llmc.graph.facts``), so the graph never parses a file again. Workers
+die with their parent (``PR_SET_PDEATHSIG`` on Linux), so a killed `llmc index` leaves none
+behind; they only read the texts they are handed and write nothing.
 A pool that cannot start or breaks falls back to this process, with one log line.
 """
 
@@ -29,34 +31,51 @@ PARALLEL_MIN_FILES = 200  # below this, one process (a pool's start-up costs ~0.
 MAX_WORKERS = 8
 TASKS_PER_SEND = 8
 
-# (lang, category, spans, their lexical fields or None) of a file, or the error chunking
-# it raised, as a string.
-Chunked = tuple[str | None, str | None, list["Span"], list["Fields"] | None] | str
+# (lang, category, spans, their lexical fields or None, the pickled graph facts or None)
+# of a file, or the error chunking it raised, as a string.
+Chunked = tuple[str | None, str | None, list["Span"], list["Fields"] | None, bytes | None] | str
 
 
-def chunk_one(rel: str, text: str, index_cfg: IndexConfig, fields: bool = False) -> Chunked:
+def chunk_one(
+    rel: str, text: str, index_cfg: IndexConfig, fields: bool = False, graph: bool = False
+) -> Chunked:
     """A file's language, category and spans (and with ``fields``, each span's lexical
-    fields: tokenizing is the other per-span cost before search); the error's text when
-    chunking fails."""
+    fields: tokenizing is the other per-span cost before search; with ``graph``, its
+    pickled graph facts, from the chunker's own parse); the error's text when chunking
+    fails."""
     from llmc.index.chunk import chunk_file
     from llmc.languages import detect_language
 
     try:
         first_line = text.split("\n", 1)[0][:200]
         lang, category = detect_language(rel, first_line)
-        spans = chunk_file(rel, text, lang, category, index_cfg)
+        trees: dict | None = {} if graph else None
+        spans = chunk_file(rel, text, lang, category, index_cfg, trees)
+        facts = _graph_facts(rel, text, lang, category, spans, trees) if graph else None
         if not fields:
-            return lang, category, spans, None
+            return lang, category, spans, None, facts
         from llmc.store.lexical import span_fields
 
-        return lang, category, spans, [span_fields(s) for s in spans]
+        return lang, category, spans, [span_fields(s) for s in spans], facts
     except Exception as e:  # noqa: BLE001 - one bad file never stops the run
         log.debug("chunking %s failed: %s", rel, e, exc_info=True)
         return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
 
 
-def _chunk_task(task: tuple[str, str, IndexConfig]) -> Chunked:
-    return chunk_one(*task, fields=True)
+def _graph_facts(rel: str, text: str, lang, category, spans, trees) -> bytes | None:
+    """The pickled graph facts; None (the graph then reads the file itself) on failure."""
+    try:
+        from llmc.graph.facts import pickled_facts
+
+        return pickled_facts(rel, text, lang, category, spans, trees)
+    except Exception as e:  # noqa: BLE001 - the graph is derived; the spans stand
+        log.debug("graph facts of %s failed: %s", rel, e, exc_info=True)
+        return None
+
+
+def _chunk_task(task: tuple[str, str, IndexConfig, bool]) -> Chunked:
+    rel, text, index_cfg, graph = task
+    return chunk_one(rel, text, index_cfg, fields=True, graph=graph)
 
 
 def _die_with_parent() -> None:
@@ -91,20 +110,23 @@ class ChunkPool:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
 
-    def chunk(self, items: Sequence[tuple[str, str]], index_cfg: IndexConfig) -> Iterator[Chunked]:
-        """``chunk_one`` of each (path, text), in order; workers tokenize too."""
+    def chunk(
+        self, items: Sequence[tuple[str, str, bool]], index_cfg: IndexConfig
+    ) -> Iterator[Chunked]:
+        """``chunk_one`` of each (path, text, graph facts wanted), in order; workers
+        tokenize too."""
         if self.parallel and len(items) > 1:
             try:
                 executor = self._start()
-                tasks = [(rel, text, index_cfg) for rel, text in items]
+                tasks = [(rel, text, index_cfg, graph) for rel, text, graph in items]
                 yield from list(executor.map(_chunk_task, tasks, chunksize=TASKS_PER_SEND))
                 return
             except Exception as e:  # noqa: BLE001 - a broken pool only costs speed
                 log.info("chunking in worker processes failed (%s); continuing in this one", e)
                 self.close()
                 self.parallel = False
-        for rel, text in items:
-            yield chunk_one(rel, text, index_cfg)
+        for rel, text, graph in items:
+            yield chunk_one(rel, text, index_cfg, graph=graph)
 
     def _start(self) -> ProcessPoolExecutor:
         if self._executor is None:

@@ -62,6 +62,7 @@ class _Parsed:
     content_hash: str
     spans: list[Span]
     fields: list[Fields] | None = None  # the spans' lexical fields, when workers made them
+    facts: bytes | None = None  # its pickled graph facts, when workers extracted them
 
 
 @dataclass
@@ -341,7 +342,9 @@ class Indexer:
         summary.files_unchanged = len(unchanged)
         spaces = self._usable_spaces(store, summary)
         clock = lap(summary, "walk", clock)
-        parsed = self._parse(changed, known, summary, full, store=store, recheck=recheck)
+        parsed = self._parse(
+            changed, known, summary, full, store=store, recheck=recheck, graph=True
+        )
         clock = lap(summary, "parse", clock)
         walked_paths = {f.path for f in walked.files} - {s.path for s in summary.skipped}
         removed = sorted(set(known) - walked_paths)
@@ -367,7 +370,8 @@ class Indexer:
         lexical.update([*removed, *changed_paths], written, generation, fields)
         clock = lap(summary, "lexical", clock)
         summary.searchable_seconds = time.perf_counter() - started  # BM25 and exact answer
-        self._finish_derived(store, lexical, changed_paths, removed, summary)
+        facts = {p.file.path: p.facts for p in parsed if p.facts is not None}
+        self._finish_derived(store, lexical, changed_paths, removed, summary, facts)
         lap(summary, "graph", clock)
         store.prune_cache([self.model_id(c) for c in (CODE, DOC)])
         store.set_meta("indexed_at", str(time.time()))
@@ -406,6 +410,7 @@ class Indexer:
         changed: list[str],
         removed: list[str],
         summary: IndexSummary,
+        facts: dict[str, bytes] | None = None,
     ) -> None:
         self._check()
         if lexical.generation != store.generation:
@@ -419,7 +424,7 @@ class Indexer:
             return
         self.progress.phase("graph", None)
         try:
-            update_graph(self.root, store, changed, removed, store.generation)
+            update_graph(self.root, store, changed, removed, store.generation, facts=facts)
         except Exception as e:  # noqa: BLE001 - the graph is derived; the index stays usable
             log.warning("graph update failed (%s); `llmc index` will rebuild it next run", e)
 
@@ -444,7 +449,10 @@ class Indexer:
         full: bool,
         store: Store | None = None,
         recheck: bool = False,
+        graph: bool = False,
     ) -> list[_Parsed]:
+        """Read and chunk the changed files; with ``graph`` (and the graph enabled), the
+        chunk workers extract each file's graph facts from the same parse."""
         languages, reuse = set(self.cfg.index.languages), not (full or recheck)
         detector = Detector(self.cfg.index)
         self.progress.phase("parsing", len(files))
@@ -452,15 +460,20 @@ class Indexer:
         known_skips = store.skipped_files() if store is not None else {}
         new_skips: list[tuple[str, int, int, str, str]] = []
         pending: list[tuple[WalkedFile, str, str]] = []  # read, changed: to chunk
+        graph_cfg = self.cfg.graph
+        graph = graph and graph_cfg.enabled
 
         def chunk_pending(pool: ChunkPool) -> None:
-            items = [(f.path, text) for f, text, _ in pending]
+            items = [
+                (f.path, text, graph and f.size <= graph_cfg.max_file_size)
+                for f, text, _ in pending
+            ]
             for (f, _, digest), got in zip(pending, pool.chunk(items, self.cfg.index), strict=True):
                 self.progress.advance()
                 if isinstance(got, str):
                     summary.skipped.append(SkippedFile(f.path, "parse-error", got[:200]))
                     continue
-                lang, category, spans, fields = got
+                lang, category, spans, fields, facts = got
                 if languages and (lang or "text") not in languages:
                     summary.skipped.append(
                         SkippedFile(
@@ -468,7 +481,7 @@ class Indexer:
                         )
                     )
                     continue
-                out.append(_Parsed(f, lang, category, digest, spans, fields))
+                out.append(_Parsed(f, lang, category, digest, spans, fields, facts))
                 key = lang or "text"
                 summary.files_by_lang[key] = summary.files_by_lang.get(key, 0) + 1
                 for s in spans:

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
-from graph_helpers import copy_project, filler_factory, touch_later, write_hundred_modules
+from graph_helpers import (
+    FIXTURES,
+    copy_project,
+    filler_factory,
+    touch_later,
+    write_hundred_modules,
+)
 
 import llmc.graph.build as build
 from llmc.config import GraphConfig
@@ -456,6 +463,121 @@ def test_random_edit_sequences_keep_incremental_equal_to_full(tmp_path, filler, 
         assert _graph_body(root) == _from_scratch(root, f), f"seed {seed} step {step}: {what}"
         partial += 0 < stats.files_resolved < stats.files
     assert partial  # some steps re-resolved only part of the repository
+
+
+def _worker_facts(root, paths):
+    """The pickled facts the indexer's chunk workers hand to ``update_graph``."""
+    from llmc.config import IndexConfig
+    from llmc.index.chunk_pool import chunk_one
+
+    out = {}
+    for rel in paths:
+        got = chunk_one(rel, (root / rel).read_text(encoding="utf-8"), IndexConfig(), graph=True)
+        assert not isinstance(got, str) and got[4] is not None, (rel, got)
+        out[rel] = got[4]
+    return out
+
+
+def _mixed_project(tmp_path):
+    """Python, TypeScript, JavaScript and docs (pyshop + tsapp), a C file (no tags query:
+    definitions from spans) and a file with a syntax error."""
+    root = copy_project(tmp_path, "pyshop")
+    shutil.copytree(FIXTURES / "tsapp", root / "web")
+    (root / "web" / "legacy.js").write_text(
+        "const { open } = require('./src/db/pool');\n"
+        "class Legacy extends Base { run() { return open(this.url); } }\n"
+        "function start() { return new Legacy().run(); }\n"
+        "module.exports = start;\n",
+        encoding="utf-8",
+    )
+    (root / "native.c").write_text(
+        "static int twice(int x) {\n  return 2 * x;\n}\n\nint main(void) {\n"
+        "  return twice(1);\n}\n",
+        encoding="utf-8",
+    )
+    (root / "shop" / "broken.py").write_text(
+        "def ok():\n    return note(1)\n\ndef bad(:\n    pass\n", encoding="utf-8"
+    )
+    return root
+
+
+def test_worker_facts_build_the_same_graph_as_reading_the_files(tmp_path, filler):
+    """The indexer passes the facts its chunk workers extracted from their own parse; the
+    graph equals the one ``update_graph`` builds by reading and parsing every file, for a
+    first build and for an incremental one."""
+    root = _mixed_project(tmp_path)
+    f = filler(root)
+    changed = f.put()
+    assert {"web/src/index.ts", "web/legacy.js", "native.c", "docs/usage.md"} <= set(changed)
+    stats = update_graph(root, f.store, changed, [], f.bump(), facts=_worker_facts(root, changed))
+    assert stats.rebuilt and stats.files_extracted == len(changed)
+    body = _graph_body(root)
+    assert body == _from_scratch(root, f)
+    nodes = {n["id"] for n in body[0]}
+    assert {"native.c::twice", "web/legacy.js::Legacy.run", "shop/broken.py::ok"} <= nodes
+
+    util = root / "shop" / "util.py"
+    touch_later(util, util.read_text() + "\n\ndef added(x):\n    return round2(x)\n")
+    put = f.put(["shop/util.py", "web/legacy.js"])
+    stats = update_graph(root, f.store, put, [], f.bump(), facts=_worker_facts(root, put))
+    assert (stats.files_extracted, stats.rebuilt) == (2, False)
+    assert _graph_body(root) == _from_scratch(root, f)
+
+
+def test_worker_facts_mean_no_file_is_read_again(tmp_path, filler, monkeypatch):
+    root = _mixed_project(tmp_path)
+    f = filler(root)
+    changed = f.put()
+    given = _worker_facts(root, changed)
+    parsed: list[str] = []
+    real = build.extract_file
+    monkeypatch.setattr(build, "extract_file", lambda p, *a: parsed.append(p) or real(p, *a))
+    update_graph(root, f.store, changed, [], f.bump(), facts=given)
+    assert parsed == []
+    # a pickle that does not load is no loss: that file is read and parsed instead
+    given = {"shop/util.py": b"not a pickle"}
+    update_graph(root, f.store, ["shop/util.py"], [], f.bump(), facts=given)
+    assert parsed == ["shop/util.py"]
+
+
+def test_an_index_run_builds_the_graph_from_its_chunk_workers(tmp_path, monkeypatch):
+    """`llmc index` with real worker processes: the graph parses no file itself and
+    equals a full build that reads every file, after the first run and after an edit."""
+    from types import SimpleNamespace
+
+    import llmc.index.chunk_pool as chunk_pool
+    from llmc.config import load_config
+    from llmc.index.indexer import Indexer
+    from llmc.paths import db_path
+    from llmc.store.db import Store
+
+    root = _mixed_project(tmp_path)
+    monkeypatch.setattr(chunk_pool, "PARALLEL_MIN_FILES", 2)
+    monkeypatch.setattr(chunk_pool.ChunkPool, "__init__", _two_workers)
+    parsed: list[str] = []
+    real = build.extract_file
+    monkeypatch.setattr(build, "extract_file", lambda p, *a: parsed.append(p) or real(p, *a))
+
+    def run_and_compare() -> None:
+        Indexer(root, load_config(root)).run(vectors=False)
+        assert parsed == []
+        store = Store(db_path(root))
+        try:
+            assert _graph_body(root) == _from_scratch(root, SimpleNamespace(store=store))
+        finally:
+            store.close()
+        parsed.clear()
+
+    run_and_compare()
+    util = root / "shop" / "util.py"
+    touch_later(util, util.read_text() + "\n\ndef added(x):\n    return round2(x)\n")
+    touch_later(root / "web" / "legacy.js", "function start() { return 1; }\n")
+    run_and_compare()
+
+
+def _two_workers(self, files_expected: int) -> None:
+    """``ChunkPool.__init__`` that uses worker processes even on one core."""
+    self.workers, self.parallel, self._executor = 2, files_expected > 1, None
 
 
 CYCLE = {  # wildcard imports in a cycle, with a second source for the same name each
