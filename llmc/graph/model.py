@@ -9,6 +9,7 @@ Facts serialise to compact JSON rows (lists), not dicts, to keep the cache small
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from typing import Any
 
 SCHEMA = "llmc.rag_graph"
@@ -53,14 +54,16 @@ def unresolved_id(name: str) -> str:
     return f"?{name}"
 
 
-def scope_chain(scope: str) -> list[str]:
-    """``a.b.c`` → ``["a.b.c", "a.b", "a", ""]``: a scope and the scopes around it."""
+@lru_cache(maxsize=1 << 16)
+def scope_chain(scope: str) -> tuple[str, ...]:
+    """``a.b.c`` → ``("a.b.c", "a.b", "a", "")``: a scope and the scopes around it
+    (memoised: resolution asks for the same few scopes hundreds of thousands of times)."""
     out = []
     while scope:
         out.append(scope)
         scope = scope.rpartition(".")[0]
     out.append("")
-    return out
+    return tuple(out)
 
 
 def split_node_id(nid: str) -> tuple[str, str]:

@@ -85,6 +85,7 @@ class Resolver(Lookup):
                 self.specs[path] = spec
                 self.rules[path] = self.family_rules[spec.family]
         self.table = EdgeTable({})
+        self._candidates: dict[tuple[str, frozenset[str]], list[str]] = {}
         build_tables(self)
         self.table.nodes = self.nodes
         self.state: ResolutionState | None = None
@@ -232,7 +233,11 @@ class Resolver(Lookup):
         self, name: str, kinds: frozenset[str], guessable: bool, out: EdgeSink
     ) -> tuple[str, str]:
         """("external" | "resolved" | "unresolved", node id) for a name we could not place."""
-        cands = [c for c in self.named(name) if self.nodes[c]["kind"] in kinds]
+        named = self.named(name)  # records the read even when the answer is known
+        cands = self._candidates.get((name, kinds))
+        if cands is None:  # common names (get, run, __init__) have hundreds of definitions
+            cands = [c for c in named if self.nodes[c]["kind"] in kinds]
+            self._candidates[(name, kinds)] = cands
         if not cands:
             return "external", ""
         if self.name_fallback and guessable and len(cands) == 1:
