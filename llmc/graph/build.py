@@ -83,6 +83,27 @@ def update_graph(
         return _update(repo_root, store, changed, removed, generation, cfg, facts or {})
 
 
+def update_graph_in(
+    repo_root: Path,
+    changed: list[str],
+    removed: list[str],
+    generation: int,
+    cfg: GraphConfig | None = None,
+    facts: Mapping[str, bytes] | None = None,
+) -> GraphStats:
+    """``update_graph`` on the store at ``repo_root``, opened read-only here: what the
+    indexer runs in a chunk worker, once its writes are committed, while it writes the
+    lexical index."""
+    from llmc.paths import db_path
+    from llmc.store.db import Store
+
+    store = Store(db_path(repo_root), readonly=True)
+    try:
+        return update_graph(repo_root, store, changed, removed, generation, cfg, facts)
+    finally:
+        store.close()
+
+
 def _update(
     repo_root: Path,
     store: Store,
@@ -286,6 +307,7 @@ def _span_rows(store: Store) -> dict[str, list[tuple]]:
 def _attach_spans(nodes: dict[str, dict[str, Any]], spans: dict[str, list[tuple]]) -> None:
     """Give each node the id of the span that defines it (same qualname, else the
     smallest span around its first line; a file gets its module span or first span)."""
+    by_qual: dict[str, dict[str, list[tuple]]] = {}  # path -> qualname -> its part-0 rows
     for n in nodes.values():
         if n["kind"] == UNRESOLVED:
             continue
@@ -297,7 +319,13 @@ def _attach_spans(nodes: dict[str, dict[str, Any]], spans: dict[str, list[tuple]
             n["span_id"] = (mod or sorted(rows, key=lambda r: (r[4], r[6])))[0][0]
             continue
         start, end, qual = n["start_line"], n["end_line"], n.get("qualname", "")
-        same = [r for r in rows if r[2] == qual and r[6] == 0]
+        quals = by_qual.get(n["path"])
+        if quals is None:
+            quals = by_qual[n["path"]] = {}
+            for r in rows:
+                if r[6] == 0:
+                    quals.setdefault(r[2], []).append(r)
+        same = quals.get(qual)
         if same:
             n["span_id"] = min(same, key=lambda r: abs(r[4] - start))[0]
             continue
@@ -506,4 +534,4 @@ def _write_atomic(path: Path, payload: bytes) -> None:
         raise
 
 
-__all__ = ["graph_path", "read_header", "to_node_link", "update_graph"]
+__all__ = ["graph_path", "read_header", "to_node_link", "update_graph", "update_graph_in"]

@@ -8,24 +8,27 @@ unlike ``fork``). Asked to, a worker also extracts the file's graph facts from t
 tree-sitter parse (``llmc.graph.facts``), so the graph never parses a file again. Workers
 die with their parent (``PR_SET_PDEATHSIG`` on Linux), so a killed `llmc index` leaves none
 behind; they only read the texts they are handed and write nothing.
-A pool that cannot start or breaks falls back to this process, with one log line.
+A pool that cannot start or breaks falls back to this process, with one log line. Once the
+files are chunked, ``beside`` runs one more job in a worker while this process goes on (the
+indexer's graph update, beside its lexical update).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
 
     from llmc.config import IndexConfig
     from llmc.store.lexical import Fields
     from llmc.types import Span
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PARALLEL_MIN_FILES = 200  # below this, one process (a pool's start-up costs ~0.5 s)
 MAX_WORKERS = 8
@@ -127,6 +130,17 @@ class ChunkPool:
                 self.parallel = False
         for rel, text, graph in items:
             yield chunk_one(rel, text, index_cfg, graph=graph)
+
+    def beside(self, fn: Callable[..., T], *args: Any) -> Future[T] | None:
+        """Run ``fn(*args)`` in a worker while this process goes on; None when this pool
+        has no worker processes up (a small run, one core, a broken pool)."""
+        if not self.parallel or self._executor is None:
+            return None
+        try:
+            return self._executor.submit(fn, *args)
+        except Exception as e:  # noqa: BLE001 - a broken pool: the caller runs fn itself
+            log.info("worker processes unavailable (%s); running in this one", e)
+            return None
 
     def _start(self) -> ProcessPoolExecutor:
         if self._executor is None:

@@ -27,6 +27,7 @@ import numpy as np
 
 from llmc.config import Config
 from llmc.errors import LlmcError, StoreError
+from llmc.index import graph_step
 from llmc.index.backfill import Backfill, Coverage, coverage
 from llmc.index.chunk_pool import ChunkPool
 from llmc.index.generated import SKIP_POLICY_KEY, Detector
@@ -103,6 +104,7 @@ class Indexer:
         self._embedders: dict[str, object] = {}
         self._started = time.perf_counter()
         self._guard: StateGuard | None = None
+        self._pool: ChunkPool | None = None  # the run's chunk workers, up until it ends
         self.chunk_spans: int | None = None  # spans per backfill commit (None: the default)
 
     # -- models -------------------------------------------------------------------------------
@@ -260,6 +262,9 @@ class Indexer:
         try:
             return self._run_locked(store, full)
         finally:
+            if self._pool is not None:
+                self._pool.close()  # waits for a graph update still running in a worker
+                self._pool = None
             store.close()
 
     def plan(self) -> IndexSummary:
@@ -367,11 +372,14 @@ class Indexer:
         clock = lap(summary, "write", clock)
         changed_paths = [p.file.path for p in parsed]
         store.make_durable()
+        facts = {p.file.path: p.facts for p in parsed if p.facts is not None}
+        beside = graph_step.start_beside(
+            self._pool, self.root, self.cfg.graph, changed_paths, removed, generation, facts
+        )
         lexical.update([*removed, *changed_paths], written, generation, fields)
         clock = lap(summary, "lexical", clock)
         summary.searchable_seconds = time.perf_counter() - started  # BM25 and exact answer
-        facts = {p.file.path: p.facts for p in parsed if p.facts is not None}
-        self._finish_derived(store, lexical, changed_paths, removed, summary, facts)
+        self._finish_derived(store, lexical, changed_paths, removed, summary, facts, beside)
         lap(summary, "graph", clock)
         store.prune_cache([self.model_id(c) for c in (CODE, DOC)])
         store.set_meta("indexed_at", str(time.time()))
@@ -411,20 +419,19 @@ class Indexer:
         removed: list[str],
         summary: IndexSummary,
         facts: dict[str, bytes] | None = None,
+        beside=None,
     ) -> None:
+        """Bring the lexical index and the graph up to date with the store; the graph
+        update may already run ``beside`` in a chunk worker (``graph_step``)."""
         self._check()
         if lexical.generation != store.generation:
             store.make_durable()
             lexical.rebuild(store.iter_spans(), store.generation)
         if not self.cfg.graph.enabled:
             return
-        try:
-            from llmc.graph.build import update_graph
-        except ImportError:
-            return
         self.progress.phase("graph", None)
         try:
-            update_graph(self.root, store, changed, removed, store.generation, facts=facts)
+            graph_step.finish(self.root, self.cfg.graph, store, changed, removed, facts, beside)
         except Exception as e:  # noqa: BLE001 - the graph is derived; the index stays usable
             log.warning("graph update failed (%s); `llmc index` will rebuild it next run", e)
 
@@ -452,7 +459,8 @@ class Indexer:
         graph: bool = False,
     ) -> list[_Parsed]:
         """Read and chunk the changed files; with ``graph`` (and the graph enabled), the
-        chunk workers extract each file's graph facts from the same parse."""
+        chunk workers extract each file's graph facts from the same parse, and stay up
+        for the graph update (``self._pool``)."""
         languages, reuse = set(self.cfg.index.languages), not (full or recheck)
         detector = Detector(self.cfg.index)
         self.progress.phase("parsing", len(files))
@@ -488,7 +496,10 @@ class Indexer:
                     summary.spans_by_kind[s.kind] = summary.spans_by_kind.get(s.kind, 0) + 1
             pending.clear()
 
-        with ChunkPool(len(files)) as pool:
+        pool = ChunkPool(len(files))
+        if graph:
+            self._pool = pool
+        try:
             for f in files:
                 prior = known_skips.get(f.path)
                 if reuse and prior is not None and prior[:2] == (f.size, f.mtime_ns):
@@ -515,6 +526,9 @@ class Indexer:
                 if len(pending) >= CHUNK_BATCH_FILES:  # bounds the texts held at once
                     chunk_pending(pool)
             chunk_pending(pool)
+        finally:
+            if not graph:
+                pool.close()
         if store is not None and not store.readonly:
             # A skipped file has no row in ``files``, so it is always among ``files`` while it
             # exists; forget skips of files that are gone or that are indexable now.

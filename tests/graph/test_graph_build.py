@@ -541,8 +541,9 @@ def test_worker_facts_mean_no_file_is_read_again(tmp_path, filler, monkeypatch):
 
 
 def test_an_index_run_builds_the_graph_from_its_chunk_workers(tmp_path, monkeypatch):
-    """`llmc index` with real worker processes: the graph parses no file itself and
-    equals a full build that reads every file, after the first run and after an edit."""
+    """`llmc index` with real worker processes: the graph is updated in one of them (beside
+    the lexical update), parses no file itself and equals a full build that reads every
+    file, after the first run and after an edit."""
     from types import SimpleNamespace
 
     import llmc.index.chunk_pool as chunk_pool
@@ -557,10 +558,15 @@ def test_an_index_run_builds_the_graph_from_its_chunk_workers(tmp_path, monkeypa
     parsed: list[str] = []
     real = build.extract_file
     monkeypatch.setattr(build, "extract_file", lambda p, *a: parsed.append(p) or real(p, *a))
+    here: list[int] = []  # updates run in this process
+    real_update = build.update_graph
+    monkeypatch.setattr(
+        build, "update_graph", lambda *a, **k: here.append(1) or real_update(*a, **k)
+    )
 
     def run_and_compare() -> None:
         Indexer(root, load_config(root)).run(vectors=False)
-        assert parsed == []
+        assert parsed == [] and here == []
         store = Store(db_path(root))
         try:
             assert _graph_body(root) == _from_scratch(root, SimpleNamespace(store=store))
