@@ -28,6 +28,11 @@ LITERAL = "#literal"  # binding type of a literal value (list, dict, string, num
 MAX_REFS = 50_000  # per kind and file; a generated file past this is cut, not fatal
 
 _TYPE_PREFIX = re.compile(r"^(?:&\s*(?:'\w+\s+)?|\*+|mut\s+|dyn\s+|impl\s+|const\s+|\.\.\.)")
+_TYPE_PATH = re.compile(r"[A-Za-z_$][\w$]*(?:\s*(?:\.|::)\s*[A-Za-z_$][\w$]*)*")
+_TYPE_SEP = re.compile(r"\s*(?:\.|::)\s*")
+_CALLEE = re.compile(r"[\w$.:]+(?:<[^>]*>)?")  # a binding's callee: a name, maybe generic
+_TRAILING_GENERIC = re.compile(r"<[^>]*>$")
+_SPACES = re.compile(r"\s+")
 _TYPE_WRAPPERS = re.compile(
     r"^(?:typing\.)?(?:Optional|Final|ClassVar|Annotated|Type|type|Ref|RefCell|Rc|Arc|Box|"
     r"Option|Mutex|RwLock)\s*[\[<]"
@@ -65,12 +70,12 @@ def type_head(text: str) -> str:
             t = t[m.end() :].strip().strip("\"'")
         if t == before:
             break
-    parts = [p.strip() for p in re.split(r"\|", t) if p.strip() and p.strip() != "None"]
+    parts = [p.strip() for p in t.split("|") if p.strip() and p.strip() != "None"]
     t = parts[0] if parts else ""
-    m = re.match(r"[A-Za-z_$][\w$]*(?:\s*(?:\.|::)\s*[A-Za-z_$][\w$]*)*", t)
+    m = _TYPE_PATH.match(t)
     if not m:
         return ""
-    return re.sub(r"\s*(?:\.|::)\s*", ".", m.group(0))
+    return _TYPE_SEP.sub(".", m.group(0))
 
 
 def extract_file(
@@ -122,6 +127,27 @@ class _Scopes:
         return d
 
 
+_REF_KEYS = (
+    "reference.call",
+    "reference.new",
+    "reference.inherit",
+    "import",
+    "binding",
+    "package",
+    "export",
+)
+_KINDS: dict[tuple[str, ...], tuple[str | None, str | None]] = {}
+
+
+def _match_kind(names: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """(the definition or scope capture, else None; the reference capture, else None) of a
+    match with these capture names (a match's captures are never empty)."""
+    main = next((k for k in names if k.startswith(("definition.", "scope."))), None)
+    if main is not None:
+        return main, None
+    return None, next((k for k in _REF_KEYS if k in names), None)
+
+
 def _extract_code(path: str, text: str, spec: LangSpec, tree: Any = None) -> FileFacts:
     import tree_sitter
 
@@ -142,7 +168,11 @@ def _extract_code(path: str, text: str, spec: LangSpec, tree: Any = None) -> Fil
     raw_defs: list[dict[str, Any]] = []
     refs: list[tuple[str, dict[str, list[Any]]]] = []
     for _, caps in matches:
-        main = next((k for k in caps if k.startswith(("definition.", "scope.")) and caps[k]), None)
+        sig = tuple(caps)  # the capture names: a few dozen distinct ones per query
+        kind = _KINDS.get(sig)
+        if kind is None:
+            kind = _KINDS[sig] = _match_kind(sig)
+        main, ref = kind
         if main is not None:
             node = caps[main][0]
             name_node = caps.get("name", [None])[0]
@@ -165,18 +195,8 @@ def _extract_code(path: str, text: str, spec: LangSpec, tree: Any = None) -> Fil
                 }
             )
             continue
-        for key in (
-            "reference.call",
-            "reference.new",
-            "reference.inherit",
-            "import",
-            "binding",
-            "package",
-            "export",
-        ):
-            if caps.get(key):
-                refs.append((key, caps))
-                break
+        if ref is not None:
+            refs.append((ref, caps))
 
     # Two patterns may match one node (with and without a return type): keep the richer.
     unique: dict[tuple[int, int], dict[str, Any]] = {}
@@ -295,11 +315,11 @@ def _binding(facts, caps, node, scope, class_of, node_text, spec: LangSpec) -> N
     if caps.get("bind.literal"):
         btype = LITERAL
     bcall = node_text(call_node) if call_node is not None else ""
-    if call_node is not None and not re.fullmatch(r"[\w$.:]+(?:<[^>]*>)?", bcall.strip()):
+    if call_node is not None and not _CALLEE.fullmatch(bcall.strip()):
         bcall = ""
-    bcall = re.sub(r"<[^>]*>$", "", bcall.strip())
+    bcall = _TRAILING_GENERIC.sub("", bcall.strip())
     value_node = caps.get("bind.value", [None])[0]
-    bvalue = re.sub(r"\s+", "", node_text(value_node)) if value_node is not None else ""
+    bvalue = _SPACES.sub("", node_text(value_node)) if value_node is not None else ""
     if bvalue == name:  # self.x = x is still worth keeping; x = x is not
         bvalue = bvalue if caps.get("bind.self") else ""
     if not btype and not bcall and not bvalue:

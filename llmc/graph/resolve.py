@@ -202,18 +202,30 @@ class Resolver(Lookup):
 
     def _calls(self, path: str, f: FileFacts, rules: LangRules, out: EdgeSink) -> None:
         self_names = self.specs[path].self_names
+        # A third of the calls repeat one in the same scope (self.f(), log.debug()): a
+        # lookup answers the same in any order (memo.py), and its reads are this file's
+        # already, so each (scope, name, receiver) and each scope is looked up once.
+        targets: dict[tuple[str, str, str], tuple[Target | None, bool]] = {}
+        sources: dict[str, str] = {}
         for c in f.calls:
-            self.memo.inferred = False
-            try:
-                t = self.call_target(path, c.scope, c.name, c.receiver)
-            except RecursionError:
-                t = None
-            src = self.scope_node(path, c.scope)
+            key = (c.scope, c.name, c.receiver)
+            hit = targets.get(key)
+            if hit is None:
+                self.memo.inferred = False
+                try:
+                    t = self.call_target(path, c.scope, c.name, c.receiver)
+                except RecursionError:
+                    t = None
+                hit = targets[key] = (t, self.memo.inferred)
+            t, inferred = hit
+            src = sources.get(c.scope)
+            if src is None:
+                src = sources[c.scope] = self.scope_node(path, c.scope)
             via = "new" if c.new else ("self" if c.receiver in self_names else "")
             if inside(t) and t.kind == NODE:
                 if self.kind(t.id) in CLASS_KINDS and not c.new:
                     via = "new"
-                conf = INFERRED if self.memo.inferred else EXACT
+                conf = INFERRED if inferred else EXACT
                 out.edge(src, t.id, CALLS, conf, c.line, via)
                 out.count(CALLS, "resolved")
                 continue
