@@ -27,7 +27,7 @@ import numpy as np
 
 from llmc.config import Config
 from llmc.errors import LlmcError, StoreError
-from llmc.index import graph_step
+from llmc.index import derived
 from llmc.index.backfill import Backfill, Coverage, coverage
 from llmc.index.chunk_pool import ChunkPool
 from llmc.index.generated import SKIP_POLICY_KEY, Detector
@@ -324,7 +324,7 @@ class Indexer:
         started = self._started
         summary = IndexReport()
         lexical = LexicalIndex(lexical_path(self.root))
-        self._repair_lost_tail(store, lexical, summary)
+        derived.repair_lost_tail(store, lexical, summary, self.progress.note)
         if lexical.generation != store.generation and store.generation > 0:
             self.progress.note(
                 f"lexical index reflects generation {lexical.generation}, store is at "
@@ -357,7 +357,8 @@ class Indexer:
         if not parsed and not removed:
             summary.generation = store.generation
             summary.searchable_seconds = time.perf_counter() - started
-            self._finish_derived(store, lexical, [], [], summary)
+            self._check()
+            derived.finish(self.root, self.cfg.graph, store, lexical, [], [], self.progress)
             lap(summary, "graph", clock)
             if recheck:  # recorded once the changes are committed: a crash rechecks
                 store.set_meta(SKIP_POLICY_KEY, policy)
@@ -373,13 +374,17 @@ class Indexer:
         changed_paths = [p.file.path for p in parsed]
         store.make_durable()
         facts = {p.file.path: p.facts for p in parsed if p.facts is not None}
-        beside = graph_step.start_beside(
+        beside = derived.start_graph_beside(
             self._pool, self.root, self.cfg.graph, changed_paths, removed, generation, facts
         )
         lexical.update([*removed, *changed_paths], written, generation, fields)
         clock = lap(summary, "lexical", clock)
         summary.searchable_seconds = time.perf_counter() - started  # BM25 and exact answer
-        self._finish_derived(store, lexical, changed_paths, removed, summary, facts, beside)
+        self._check()
+        derived.finish(
+            self.root, self.cfg.graph, store, lexical, changed_paths, removed, self.progress,
+            facts, beside,
+        )  # fmt: skip
         lap(summary, "graph", clock)
         store.prune_cache([self.model_id(c) for c in (CODE, DOC)])
         store.set_meta("indexed_at", str(time.time()))
@@ -389,51 +394,8 @@ class Indexer:
         self._check()
         return summary
 
-    def _repair_lost_tail(self, store: Store, lexical, summary: IndexSummary) -> bool:
-        """True when the lexical index is ahead of the store: SQLite lost its last commits.
-
-        The store's generation then jumps past the lexical one, so that the generation
-        recorded next names this content only; the caller's checks make it durable, rebuild
-        the derived indexes from SQLite and re-index whatever the lost commits held.
-        """
-        ahead = lexical.generation
-        if ahead <= store.generation:
-            return False
-        self.progress.note(
-            f"the index database is at generation {store.generation}, behind its lexical "
-            f"index ({ahead}): commits were lost (power loss) or index.db was replaced; "
-            "repairing from SQLite and the files"
-        )
-        store.bump_generation(past=ahead)
-        summary.repaired.append("lost-tail")
-        return True
-
     def _totals(self, store: Store, summary: IndexSummary) -> None:
         summary.spans_total = store.counts()["spans"]
-
-    def _finish_derived(
-        self,
-        store: Store,
-        lexical,
-        changed: list[str],
-        removed: list[str],
-        summary: IndexSummary,
-        facts: dict[str, bytes] | None = None,
-        beside=None,
-    ) -> None:
-        """Bring the lexical index and the graph up to date with the store; the graph
-        update may already run ``beside`` in a chunk worker (``graph_step``)."""
-        self._check()
-        if lexical.generation != store.generation:
-            store.make_durable()
-            lexical.rebuild(store.iter_spans(), store.generation)
-        if not self.cfg.graph.enabled:
-            return
-        self.progress.phase("graph", None)
-        try:
-            graph_step.finish(self.root, self.cfg.graph, store, changed, removed, facts, beside)
-        except Exception as e:  # noqa: BLE001 - the graph is derived; the index stays usable
-            log.warning("graph update failed (%s); `llmc index` will rebuild it next run", e)
 
     def _diff(
         self, files: list[WalkedFile], known: dict, full: bool

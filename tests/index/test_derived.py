@@ -1,4 +1,5 @@
-"""The graph step of an index run: beside the lexical update in a chunk worker, else here."""
+"""The derived indexes after an index run: the graph beside the lexical update in a chunk
+worker, else here."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from llmc.config import GraphConfig, IndexConfig
 from llmc.graph import load_graph
-from llmc.index import graph_step
+from llmc.index import derived
 from llmc.index.chunk import chunk_file
 from llmc.paths import db_path
 from llmc.store.db import Store
@@ -41,14 +42,14 @@ def pyshop_store(tmp_path):
 
 
 def test_no_workers_means_no_update_beside():
-    assert graph_step.start_beside(None, None, GraphConfig(), [], [], 1, {}) is None
+    assert derived.start_graph_beside(None, None, GraphConfig(), [], [], 1, {}) is None
 
 
 def test_a_worker_that_died_leaves_the_update_to_this_process(pyshop_store):
     root, store, changed = pyshop_store
     died: Future = Future()
     died.set_exception(BrokenProcessPool("a worker died"))
-    graph_step.finish(root, GraphConfig(), store, changed, [], None, died)
+    derived.finish_graph(root, GraphConfig(), store, changed, [], None, died)
     assert "shop/util.py::note" in load_graph(root)
 
 
@@ -57,4 +58,4 @@ def test_an_update_that_failed_beside_raises_here(pyshop_store):
     failed: Future = Future()
     failed.set_exception(ValueError("bad facts"))
     with pytest.raises(ValueError, match="bad facts"):
-        graph_step.finish(root, GraphConfig(), store, changed, [], None, failed)
+        derived.finish_graph(root, GraphConfig(), store, changed, [], None, failed)
