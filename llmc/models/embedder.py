@@ -299,6 +299,9 @@ def _load(source: str, device: str, precision: str):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from llmc.models.heap import bound_heap_growth
+
+    bound_heap_growth()  # before the first tensor: see llmc/models/heap.py
     try:
         import transformers
         from sentence_transformers import SentenceTransformer
