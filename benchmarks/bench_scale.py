@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_searchable import llmc, machine, prepare  # noqa: E402
+from bench_searchable import llmc, machine, prepare, source_tree  # noqa: E402
 
 QUESTIONS = (
     "where is the CSRF token checked on a POST request",
@@ -223,12 +223,7 @@ def main() -> None:
     ap.add_argument("--edits", type=int, default=5)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
-    if args.src is None:
-        from bench_index import fetch_sdist
-
-        src = fetch_sdist(args.package)
-    else:
-        src = args.src.resolve()
+    src = source_tree(args.package, args.src)
     out: dict = {
         "machine": machine(),
         "python": platform.python_version(),

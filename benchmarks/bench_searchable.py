@@ -74,6 +74,15 @@ def prepare(src: Path, dst: Path) -> Path:
     return dst
 
 
+def source_tree(package: str, src: Path | None) -> Path:
+    """``src`` as given, or the unpacked sdist of ``package`` (downloaded once)."""
+    if src is not None:
+        return src.resolve()
+    from bench_index import fetch_sdist
+
+    return fetch_sdist(package)
+
+
 def children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -143,12 +152,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
 
-    if args.src is None:
-        from bench_index import fetch_sdist
-
-        src = fetch_sdist(args.package)
-    else:
-        src = args.src.resolve()
+    src = source_tree(args.package, args.src)
     out: dict = {"machine": machine(), "python": platform.python_version(), "source": str(src)}
     with tempfile.TemporaryDirectory(prefix="llmc-searchable-") as tmp:
         repo = prepare(src, Path(tmp) / "repo")
