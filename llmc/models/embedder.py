@@ -188,7 +188,9 @@ class SentenceTransformerEmbedder:
             self._query_onnx = self._load_onnx(requested=False)
             if self._query_onnx is not None:
                 self.choice = DeviceChoice(
-                    "cpu", "bf16", "device cpu, torch bf16 for passages, onnxruntime int8 for queries"
+                    "cpu",
+                    "bf16",
+                    "device cpu, torch bf16 for passages, onnxruntime int8 for queries",
                 )
         return self._query_onnx is not None
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from llmc.corpora import Project
 
-
 _p = Project  # name, version, sha256 of the sdist
 
 
