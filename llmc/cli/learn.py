@@ -335,6 +335,12 @@ def train_group() -> None:
     """Train the models llmc ships (docs/reranker.md); never needed to use llmc."""
 
 
+def _ranker_kinds(kinds: tuple[str, ...]) -> tuple[str, ...]:
+    from llmc.train.ranker import TRAIN_KINDS
+
+    return () if kinds == ("all",) else kinds or TRAIN_KINDS
+
+
 def _specs(values: tuple[str, ...]) -> tuple[str, ...]:
     """Repeated and comma-separated values, in order."""
     return tuple(v.strip() for value in values for v in value.split(",") if v.strip())
@@ -451,14 +457,25 @@ def train_embedder_cmd(
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where archives, corpora and features are kept (default: $XDG_CACHE_HOME/llmc/train).")  # fmt: skip
 @click.option("--max-queries", type=int, default=60, help="Docstring queries per project.")
-@click.option("--max-doc-queries", type=int, default=15, help="Section-title queries per train project.")
+@click.option("--max-doc-queries", type=int, default=30,
+              help="Docs-intent queries (titles, questions, leading sentences) per train project.")  # fmt: skip
+@click.option("--max-mention-queries", type=int, default=10,
+              help="Doc sentences naming a definition (→ it and the section) per train project.")  # fmt: skip
+@click.option("--valid-doc-queries", type=int, default=20,
+              help="Docs-intent queries (titles, questions) per validation project.")  # fmt: skip
+@click.option("--doc-weight", type=float, default=0.5,
+              help="Weight of a docs-intent query in training (a docstring query weighs 1).")  # fmt: skip
+@click.option("--kinds", multiple=True, metavar="KIND",
+              help="Query kinds to train on: code, doc-title, doc-question, doc-sentence, doc-mention, "
+              "or all (default: all but doc-mention).")  # fmt: skip
 @click.option("--seed", type=int, default=0)
 @click.option("--threads", type=int, default=2, help="LightGBM threads.")
 @click.option("--ablate", is_flag=True, help="Also fit without each feature group (validation).")
 @click.option("-v", "--verbose", is_flag=True)
 def train_ranker_cmd(
     projects: tuple[str, ...], out: Path | None, cache_dir: Path | None, max_queries: int,
-    max_doc_queries: int, seed: int, threads: int, ablate: bool, verbose: bool,
+    max_doc_queries: int, max_mention_queries: int, valid_doc_queries: int,
+    doc_weight: float, kinds: tuple[str, ...], seed: int, threads: int, ablate: bool, verbose: bool,
 ) -> None:  # fmt: skip
     """Train the learned ranker (LightGBM lambdarank) on pools mined from the pinned train
     projects, choose it on the protocol's validation projects; print its report as JSON."""
@@ -470,7 +487,9 @@ def train_ranker_cmd(
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     job = RankerJob(
         cache_dir=cache_dir, max_queries=max_queries, max_doc_queries=max_doc_queries,
-        seed=seed, threads=threads, ablate=ablate, projects=_specs(projects),
+        max_mention_queries=max_mention_queries, valid_doc_queries=valid_doc_queries,
+        doc_weight=doc_weight, kinds=_ranker_kinds(_specs(kinds)), seed=seed, threads=threads,
+        ablate=ablate, projects=_specs(projects),
         command=" ".join(["llmc", "train", "ranker", *sys.argv[sys.argv.index("ranker") + 1 :]])
         if "ranker" in sys.argv else "llmc train ranker",
         progress=lambda line: click.echo(line, err=True),

@@ -54,8 +54,16 @@ GRID: tuple[dict[str, Any], ...] = (
 )
 MAX_ROUNDS = 600
 EARLY_STOP = 50
+VALID_MAX_QUERIES = 60  # the protocol's docstring task: its default queries per project
 KEEP_RANK = 30  # training keeps every candidate within some list's top 30 ...
 NEG_SAMPLE = 0.25  # ... and a quarter of the rest (seeded)
+
+
+# Chosen on validation (docs/evaluation.md, "Learned ranker"): the mention queries are
+# mined (their sentences cut from the corpus) but not trained on, and a docs-intent query
+# weighs half a docstring query.
+TRAIN_KINDS = ("code", "doc-title", "doc-question", "doc-sentence")
+DOC_WEIGHT = 0.5
 
 
 @dataclass
@@ -65,7 +73,11 @@ class RankerJob:
     out: Path = MODEL_DIR
     cache_dir: Path | None = None
     max_queries: int = 60
-    max_doc_queries: int = 15
+    max_doc_queries: int = 30
+    max_mention_queries: int = 10
+    valid_doc_queries: int = 20
+    kinds: tuple[str, ...] = TRAIN_KINDS  # query kinds to train on (empty: every kind mined)
+    doc_weight: float = DOC_WEIGHT  # a docs-intent query's weight; a docstring query's is 1
     depth: int = 100
     seed: int = 0
     threads: int = 2
@@ -109,12 +121,15 @@ def validation_projects() -> list[Project]:
 
 
 def stack(
-    data: Sequence[ProjectData], sample: float = 1.0, seed: int = 0
+    data: Sequence[ProjectData],
+    sample: float = 1.0,
+    seed: int = 0,
+    kinds: Sequence[str] = (),
 ) -> tuple[Any, Any, list[int]]:
-    """Rows, labels and group sizes of every answered query of ``data``. With ``sample``
-    < 1, candidates outside every list's top ``KEEP_RANK`` (the bulk of a pool, nearly all
-    negatives) are kept with that probability (seeded), to fit faster; positives and the
-    head of each pool are always kept."""
+    """Rows, labels and group sizes of every answered query of ``data`` (of ``kinds``
+    only, when given). With ``sample`` < 1, candidates outside every list's top
+    ``KEEP_RANK`` (the bulk of a pool, nearly all negatives) are kept with that probability
+    (seeded), to fit faster; positives and the head of each pool are always kept."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -124,11 +139,11 @@ def stack(
         labels = np.asarray(d.labels)
         matrix = np.asarray(d.matrix)
         start = 0
-        for g in d.groups:
+        for g, kind in zip(d.groups, d.kinds, strict=True):
             y = labels[start : start + g]
             x = matrix[start : start + g]
             start += g
-            if not g or y.max(initial=0) <= 0:
+            if not g or y.max(initial=0) <= 0 or (kinds and kind not in kinds):
                 continue
             if sample < 1.0:
                 keep = (y > 0) | (x[:, best] <= KEEP_RANK) | (rng.random(g) < sample)
@@ -141,9 +156,37 @@ def stack(
     return np.concatenate(xs), np.concatenate(ys), groups
 
 
-def pool_metrics(scores: Any, data: Sequence[ProjectData]) -> dict[str, float]:
-    """MRR@10 and hit@5 over every query of ``data`` (unanswered ones count 0), with the
-    candidates ordered by ``scores`` (one per row, in ``data``'s row order)."""
+def query_weights(
+    data: Sequence[ProjectData], groups: Sequence[int], kinds: Sequence[str], doc_weight: float
+) -> Any:
+    """One weight per row of ``stack(data, ..., kinds)`` (whose group sizes are ``groups``):
+    1 for a code (docstring) query's rows, ``doc_weight`` for a docs-intent query's (how
+    hard the docs targets pull on the trees against the docstring task); None when
+    ``doc_weight`` is 1."""
+    import numpy as np
+
+    if doc_weight == 1.0:
+        return None
+    per_query = []
+    for d in data:
+        labels = np.asarray(d.labels)
+        start = 0
+        for g, kind in zip(d.groups, d.kinds, strict=True):
+            answered = g and labels[start : start + g].max(initial=0) > 0
+            start += g
+            if answered and (not kinds or kind in kinds):
+                per_query.append(1.0 if kind in CODE_KINDS else doc_weight)
+    if len(per_query) != len(groups):
+        raise TrainError("query weights do not match the stacked queries")
+    return np.repeat(np.asarray(per_query, dtype=np.float64), groups)
+
+
+def pool_metrics(
+    scores: Any, data: Sequence[ProjectData], kinds: Sequence[str] = ()
+) -> dict[str, float]:
+    """MRR@10 and hit@5 over every query of ``data`` (of ``kinds`` only, when given;
+    unanswered ones count 0), with the candidates ordered by ``scores`` (one per row, in
+    ``data``'s row order)."""
     import numpy as np
 
     rr, hit5, n = 0.0, 0.0, 0
@@ -151,7 +194,10 @@ def pool_metrics(scores: Any, data: Sequence[ProjectData]) -> dict[str, float]:
     for d in data:
         labels = np.asarray(d.labels)
         start = 0
-        for g in d.groups:
+        for g, kind in zip(d.groups, d.kinds, strict=True):
+            if kinds and kind not in kinds:
+                start += g
+                continue
             y = labels[start : start + g]
             s = scores[pos + start : pos + start + g]
             order = np.argsort(-s, kind="stable")[:10]
@@ -164,6 +210,20 @@ def pool_metrics(scores: Any, data: Sequence[ProjectData]) -> dict[str, float]:
             start += g
         pos += len(labels)
     return {"mrr@10": rr / max(n, 1), "hit@5": hit5 / max(n, 1), "queries": n}
+
+
+CODE_KINDS = ("code",)
+DOCS_KINDS = ("doc-title", "doc-question", "doc-sentence", "doc-mention")
+
+
+def split_metrics(scores: Any, data: Sequence[ProjectData]) -> dict[str, Any]:
+    """Pool metrics of the code (docstring) queries, of the docs-intent ones, and the
+    score the grid is chosen by: the mean of the two MRR@10 (each kind of target counts
+    alike, however many queries it has), or the code MRR@10 when there is no docs query."""
+    code = pool_metrics(scores, data, CODE_KINDS)
+    docs = pool_metrics(scores, data, DOCS_KINDS)
+    score = (code["mrr@10"] + docs["mrr@10"]) / 2 if docs["queries"] else code["mrr@10"]
+    return {"score": score, "code": code, "docs": docs}
 
 
 def all_rows(data: Sequence[ProjectData]) -> Any:
@@ -194,13 +254,17 @@ def fit(
     params: Mapping[str, Any],
     threads: int,
     seed: int,
+    weight: Any = None,
 ) -> Any:
-    """One lambdarank booster (lightgbm's training API: only ever imported here)."""
+    """One lambdarank booster (lightgbm's training API: only ever imported here);
+    ``weight``: one per training row (``query_weights``), or None."""
     import lightgbm as lgb
 
     x, y, g = train
     vx, vy, vg = valid
-    dtrain = lgb.Dataset(x, y, group=g, feature_name=list(_safe_names()), free_raw_data=False)
+    dtrain = lgb.Dataset(
+        x, y, group=g, weight=weight, feature_name=list(_safe_names()), free_raw_data=False
+    )
     dvalid = lgb.Dataset(vx, vy, group=vg, reference=dtrain)
     p = {**BASE_PARAMS, **params, "num_threads": threads, "seed": seed}
     return lgb.train(
@@ -295,11 +359,15 @@ def run(job: RankerJob) -> dict[str, Any]:
     cache = job.cache_dir or corpora.default_cache_dir("train")
     train_list = [(p, "train") for p in train_projects(job.projects)]
     valid_list = [(p, "validation") for p in validation_projects()]
-    opts = {"max_queries": job.max_queries, "seed": job.seed, "depth": job.depth}
+    opts = {"seed": job.seed, "depth": job.depth}
     train_data = collect(
-        train_list, cache, max_doc_queries=job.max_doc_queries, progress=note, **opts
-    )
-    valid_data = collect(valid_list, cache, max_doc_queries=0, progress=note, **opts)
+        train_list, cache, max_queries=job.max_queries, max_doc_queries=job.max_doc_queries,
+        max_mention_queries=job.max_mention_queries, progress=note, **opts,
+    )  # fmt: skip
+    valid_data = collect(
+        valid_list, cache, max_queries=VALID_MAX_QUERIES, max_doc_queries=job.valid_doc_queries,
+        max_mention_queries=0, progress=note, **opts,
+    )  # fmt: skip
     data_s = time.perf_counter() - started
     model_json, report = train_on(train_data, valid_data, job)
     report["data"].update(
@@ -322,7 +390,8 @@ def train_on(
     note = job.progress or (lambda s: log.info("%s", s))
     if len(train_data) < 2 or not valid_data:
         raise TrainError("too few projects gave training or validation data")
-    train = stack(train_data, NEG_SAMPLE, job.seed)
+    train = stack(train_data, NEG_SAMPLE, job.seed, job.kinds)
+    weight = query_weights(train_data, train[2], job.kinds, job.doc_weight)
     valid = stack(valid_data)
     vx = all_rows(valid_data)
     grid = []
@@ -330,19 +399,23 @@ def train_on(
     fit_started = time.perf_counter()
     for params in GRID:
         t = time.perf_counter()
-        booster = fit(train, valid, params, job.threads, job.seed)
-        m = pool_metrics(booster.predict(vx, num_iteration=booster.best_iteration), valid_data)
+        booster = fit(train, valid, params, job.threads, job.seed, weight)
+        m = split_metrics(booster.predict(vx, num_iteration=booster.best_iteration), valid_data)
         row = {**params, "rounds": booster.best_iteration, **m, "seconds": time.perf_counter() - t}
         grid.append(row)
-        note(f"grid {params}: validation MRR@10 {m['mrr@10']:.4f} ({booster.best_iteration} trees)")
-        if best is None or m["mrr@10"] > best[0]:
-            best = (m["mrr@10"], booster, dict(params))
+        note(
+            f"grid {params}: validation score {m['score']:.4f} (code MRR@10 "
+            f"{m['code']['mrr@10']:.4f}, docs {m['docs']['mrr@10']:.4f}; "
+            f"{booster.best_iteration} trees)"
+        )
+        if best is None or m["score"] > best[0]:
+            best = (m["score"], booster, dict(params))
     assert best is not None
     _, booster, params = best
     fit_s = time.perf_counter() - fit_started
     validation = {
-        "rrf over the pool's lists": pool_metrics(vx[:, FEATURES.index("pool:rrf")], valid_data),
-        "learned": pool_metrics(
+        "rrf over the pool's lists": split_metrics(vx[:, FEATURES.index("pool:rrf")], valid_data),
+        "learned": split_metrics(
             booster.predict(vx, num_iteration=booster.best_iteration), valid_data
         ),
     }
@@ -351,13 +424,13 @@ def train_on(
         for group in GROUPS:
             tx = masked(train[0], group)
             b = fit((tx, train[1], train[2]), (masked(valid[0], group), valid[1], valid[2]),
-                    params, job.threads, job.seed)  # fmt: skip
-            m = pool_metrics(
+                    params, job.threads, job.seed, weight)  # fmt: skip
+            m = split_metrics(
                 b.predict(masked(vx, group), num_iteration=b.best_iteration), valid_data
             )
             ablation[f"without {group}"] = {**m, "rounds": b.best_iteration}
             job.extra.setdefault("ablation_models", {})[group] = dump_model(b, {"without": group})
-            note(f"without {group}: validation MRR@10 {m['mrr@10']:.4f}")
+            note(f"without {group}: validation score {m['score']:.4f}")
     importance = booster.feature_importance("gain")
     report: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d"),
@@ -372,15 +445,21 @@ def train_on(
         "machine": platform.machine(),
         "data": {
             "max_queries": job.max_queries,
+            "valid_max_queries": VALID_MAX_QUERIES,
             "max_doc_queries": job.max_doc_queries,
+            "max_mention_queries": job.max_mention_queries,
+            "valid_doc_queries": job.valid_doc_queries,
+            "kinds": list(job.kinds) or "all",
+            "doc_weight": job.doc_weight,
             "depth": job.depth,
             "train_project_count": len(train_data),
-            "train_queries": int(sum(len(d.groups) for d in train_data)),
+            "train_queries": sum(_by_kind(train_data, job.kinds).values()),
             "train_queries_answered": len(train[2]),
             "train_rows": int(train[0].shape[0]),
-            "train_queries_by_kind": _by_kind(train_data),
+            "train_queries_by_kind": _by_kind(train_data, job.kinds),
             "validation_projects": [d.project for d in valid_data],
             "validation_queries": int(sum(len(d.groups) for d in valid_data)),
+            "validation_queries_by_kind": _by_kind(valid_data),
         },
         "validation": validation,
         "ablation": ablation,
@@ -404,11 +483,12 @@ def write_model(out: Path, model_json: Mapping[str, Any], report: Mapping[str, A
     _write(out / "TRAINING.json", json.dumps(report, indent=2) + "\n")
 
 
-def _by_kind(data: Sequence[ProjectData]) -> dict[str, int]:
+def _by_kind(data: Sequence[ProjectData], kinds: Sequence[str] = ()) -> dict[str, int]:
     out: dict[str, int] = {}
     for d in data:
         for k in d.kinds:
-            out[k] = out.get(k, 0) + 1
+            if not kinds or k in kinds:
+                out[k] = out.get(k, 0) + 1
     return out
 
 
@@ -432,13 +512,19 @@ def _write(path: Path, text: str) -> None:
 
 __all__ = [
     "BIG_PROJECTS",
+    "DOC_WEIGHT",
+    "TRAIN_KINDS",
+    "CODE_KINDS",
+    "DOCS_KINDS",
     "GRID",
     "RankerJob",
+    "split_metrics",
     "check_dump",
     "dump_model",
     "fit",
     "masked",
     "pool_metrics",
+    "query_weights",
     "run",
     "stack",
     "train_on",

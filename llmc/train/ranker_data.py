@@ -5,17 +5,26 @@ For each project (``ranker_projects``: the train projects of ``llmc.train.projec
 
 1. fetch the pinned archive and build the protocol's stripped corpus (every Python
    docstring and JSDoc block removed: ``llmc.eval.protocol.corpus``);
-2. queries: the protocol's docstring task (a docstring's first sentence → its function,
-   ``llmc.eval.protocol.docstring``, at most ``max_queries`` a project) and, on train
-   projects, section titles → their section (``llmc.train.mine.doc_query``, at most
-   ``max_doc_queries``; the title stays in the corpus, as a user may quote it);
-3. index the corpus with llmc (graph and HyDE off: they are not on by default);
+2. index the corpus with llmc (graph and HyDE off on train projects: they are not on by
+   default; validation projects as the protocol indexes them);
+3. queries: the protocol's docstring task (a docstring's first sentence → its function,
+   ``llmc.eval.protocol.docstring``, at most ``max_queries`` a project, kind ``code``) and
+   docs-intent queries mined from the project's Markdown/reST sections
+   (``llmc.train.docs_queries``, at most ``max_doc_queries`` split over ``doc-title``,
+   ``doc-question`` and ``doc-sentence``, and ``max_mention_queries`` ``doc-mention``). On
+   train projects the sentences that ``doc-sentence`` and ``doc-mention`` queries come from
+   are cut out of the corpus files (lines kept) and the corpus is re-indexed, as docstrings
+   are stripped; the plan (queries, targets, cuts) is written next to the corpus, so a rerun
+   uses the same queries. On validation projects, whose corpus the protocol shares, only
+   the kinds that need no cut are mined (``VALIDATION_DOC_SHARES``), ``valid_doc_queries``
+   of them, so choosing (early stopping, the grid) sees docs targets too;
 4. for each query, ``Searcher.candidate_pool``: every retriever's top ``ranker_depth``
    with the features of ``llmc.search.features``; a candidate is relevant (label 1) when
-   it overlaps a judgment (``llmc.eval.metrics.matches``, as the metrics count a hit).
+   it overlaps a target (``llmc.eval.metrics.matches``, as the metrics count a hit).
 
-One ``.npz`` per project is cached under ``<cache>/ranker/<name>-<version>/``, keyed by the
-feature list, the embedder and the query settings, so a rerun costs a file read.
+Everything is seeded (``seed`` and the project's name). One ``.npz`` per project is cached
+under ``<cache>/ranker/<name>-<version>/``, keyed by the feature list, the embedder and the
+query settings, so a rerun costs a file read.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,8 +43,11 @@ from llmc.search.features import FEATURES
 
 log = logging.getLogger(__name__)
 
-DATA_VERSION = 1
+DATA_VERSION = 2
+DOCS_PLAN_MARKER = "docs-cuts.txt"  # in the work dir: which plan the corpus carries
 MAX_SPANS = 6000  # a project whose corpus indexes more spans is skipped (time bound)
+# Validation projects: their corpus is the protocol's, never cut, so only these kinds.
+VALIDATION_DOC_SHARES = {"doc-title": 0.5, "doc-question": 0.5}
 
 
 @dataclass(frozen=True)
@@ -48,7 +60,7 @@ class ProjectData:
     labels: object  # np.ndarray int8 (rows,)
     groups: tuple[int, ...]  # rows per query, in order
     queries: tuple[str, ...]
-    kinds: tuple[str, ...]  # code | doc-title, per query
+    kinds: tuple[str, ...]  # code | doc-title | doc-question | doc-sentence | doc-mention
     spans: int
     embedder: str
     seconds: float
@@ -93,36 +105,116 @@ def _config(corpus: Path, depth: int, graph: bool):  # -> Config
     return cfg
 
 
-def doc_title_queries(corpus: Path, limit: int, seed: int, project: str) -> list:
-    """Section titles → their section, from the index of ``corpus`` (list of EvalQuery)."""
-    import random
-
-    from llmc.eval.queries import EvalQuery, Judgment
+def _stored_spans(corpus: Path) -> list:
     from llmc.paths import db_path
     from llmc.store.db import Store
-    from llmc.train.mine import DOC_TITLE, _queries_allowed, doc_query, section_body
 
     store = Store(db_path(corpus), readonly=True)
     try:
-        found = []
-        seen: set[str] = set()
-        for stored in store.iter_spans():
-            span = stored.span
-            if span.kind != "section" or span.part != 0 or not _queries_allowed(span.path):
-                continue
-            kind, query, _ = doc_query(span, section_body(span))
-            if kind != DOC_TITLE or query.lower() in seen:
-                continue
-            seen.add(query.lower())
-            found.append((query, span.path, span.start_line, span.end_line))
+        return [stored.span for stored in store.iter_spans()]
     finally:
         store.close()
-    rng = random.Random(f"{seed}:{project}:titles")
-    chosen = sorted(rng.sample(range(len(found)), min(limit, len(found))))
+
+
+def _eval_queries(found: Sequence) -> list:
+    """``DocQuery`` → ``EvalQuery`` (grade 3 for every target; intent docs, or mixed when a
+    definition is a target too)."""
+    from llmc.eval.queries import EvalQuery, Judgment
+
     return [
-        EvalQuery(q, "docs", (Judgment(p, 3, a, b),), source=f"{p}:{a}")
-        for q, p, a, b in (found[i] for i in chosen)
+        EvalQuery(
+            d.query,
+            "mixed" if len(d.targets) > 1 else "docs",
+            tuple(Judgment(t.path, 3, t.start_line, t.end_line) for t in d.targets),
+            source=f"{d.targets[0].path}:{d.targets[0].start_line}",
+        )
+        for d in found
     ]
+
+
+def plan_name(limit: int, mentions: int, seed: int, shares: Mapping[str, float]) -> str:
+    from llmc.train.docs_queries import DOCS_VERSION
+
+    tag = "-".join(f"{k}{v:g}" for k, v in sorted(shares.items()))
+    return f"docs-plan-v{DOCS_VERSION}-n{limit}-m{mentions}-s{seed}-{tag}.json"
+
+
+def _stamp(corpus: Path) -> str:
+    from llmc.eval.protocol.corpus import CORPUS_MARKER
+
+    marker = corpus / CORPUS_MARKER
+    return marker.read_text(encoding="utf-8").strip() if marker.is_file() else ""
+
+
+def cut_corpus(original: Path, dest: Path, stamp: str, work: Path, plan: str) -> Path:
+    """The stripped corpus at ``dest``, rebuilt pristine when it carries the cuts of a plan
+    other than ``plan`` (its index is kept: re-indexing is incremental)."""
+    from llmc.eval.protocol.corpus import CORPUS_MARKER, build_corpus
+
+    corpus = build_corpus(original, dest, stamp)
+    marker = work / DOCS_PLAN_MARKER
+    have = marker.read_text(encoding="utf-8").strip() if marker.is_file() else ""
+    if have and have != f"{plan} {_stamp(corpus)}":
+        if have.endswith(f" {_stamp(corpus)}"):  # another plan's cuts: start from scratch
+            (corpus / CORPUS_MARKER).unlink()
+            marker.unlink()
+            corpus = build_corpus(original, dest, stamp)
+        else:  # rebuilt since those cuts: pristine already
+            marker.unlink()
+    return corpus
+
+
+def doc_queries(
+    corpus: Path,
+    cfg,  # Config
+    work: Path,
+    project: str,
+    *,
+    limit: int,
+    mentions: int,
+    seed: int,
+    cut: bool,
+    shares: Mapping[str, float] | None = None,
+) -> tuple[list, list[str]]:
+    """Docs-intent queries of ``corpus`` (``llmc.train.docs_queries``) and their kinds.
+
+    With ``cut`` (train projects; ``cut_corpus`` made the corpus pristine or cut by this
+    very plan), the plan is mined from the pristine corpus's index, the sentences it names
+    are cut out of the files, and the corpus is re-indexed; the plan is kept in ``work``
+    and the corpus marked with it, so a rerun reuses both. Without, the corpus is only read
+    (its index must be up to date)."""
+    from llmc.eval.runner import ensure_index
+    from llmc.train import docs_queries as dq
+
+    shares = dict(dq.DOC_SHARES if shares is None else shares)
+    if not cut:
+        found = dq.mine(_stored_spans(corpus), project, limit, mentions, seed, shares)
+        if any(d.cut for d in found):
+            raise TrainError("queries that need a cut were mined without one")
+        return _eval_queries(found), [d.kind for d in found]
+    plan = work / plan_name(limit, mentions, seed, shares)
+    marker = work / DOCS_PLAN_MARKER
+    want = f"{plan.name} {_stamp(corpus)}"
+    cut_done = marker.is_file() and marker.read_text(encoding="utf-8").strip() == want
+    if plan.is_file():
+        found = [dq.from_json(r) for r in json.loads(plan.read_text(encoding="utf-8"))]
+    elif cut_done:
+        raise TrainError(f"{corpus}: cut by {plan.name}, which is gone; delete {marker}")
+    else:
+        ensure_index(corpus, cfg)
+        found = dq.mine(_stored_spans(corpus), project, limit, mentions, seed, shares)
+        _write_atomic(plan, json.dumps([dq.to_json(d) for d in found], indent=1))
+    if not cut_done:
+        dq.apply_cuts(corpus, [d.cut for d in found if d.cut is not None])
+        _write_atomic(marker, want + "\n")
+    ensure_index(corpus, cfg)
+    return _eval_queries(found), [d.kind for d in found]
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
 
 
 def _labels(pool, meta, judgments) -> list[int]:
@@ -143,26 +235,36 @@ def project_data(
     *,
     max_queries: int,
     max_doc_queries: int,
+    max_mention_queries: int = 0,
     seed: int,
     depth: int,
     progress: Callable[[str], None] | None = None,
 ) -> ProjectData | None:
     """The labelled pools of one project (cached); None when it is skipped (too large,
-    or no query)."""
+    or no query). On train projects the docs-intent queries cut their sentences out of the
+    corpus; on validation projects only the kinds that need no cut are mined."""
     import numpy as np
 
     from llmc.eval.protocol.corpus import build_corpus
     from llmc.eval.protocol.docstring import docstring_queries
     from llmc.eval.runner import anchor_symbols, ensure_index
     from llmc.search import Searcher
+    from llmc.train.docs_queries import DOC_SHARES, DOCS_VERSION
 
     started = time.perf_counter()
     original = root_of(project)
-    corpus = build_corpus(original, work / "corpus", project.sha256)
+    train = split == "train"
+    shares = DOC_SHARES if train else VALIDATION_DOC_SHARES
+    mentions = max_mention_queries if train else 0
+    plan = plan_name(max_doc_queries, mentions, seed, shares)
+    if train and max_doc_queries + mentions:
+        corpus = cut_corpus(original, work / "corpus", project.sha256, work, plan)
+    else:
+        corpus = build_corpus(original, work / "corpus", project.sha256)
     embedder = embedder_id(corpus)
     key = hashlib.sha256(
-        f"{DATA_VERSION} {feature_key()} {embedder} {max_queries} {max_doc_queries} {seed} "
-        f"{depth}".encode()
+        f"{DATA_VERSION} {feature_key()} {embedder} {max_queries} {seed} {depth} "
+        f"{DOCS_VERSION if max_doc_queries + mentions else 0} {plan}".encode()
     ).hexdigest()[:12]
     cached = work / f"ranker-data-{key}.npz"
     if cached.is_file():
@@ -170,7 +272,7 @@ def project_data(
     skip = work / f"ranker-skip-{key}.json"
     if skip.is_file():
         return None
-    cfg = _config(corpus, depth, graph=split != "train")
+    cfg = _config(corpus, depth, graph=not train)
     if progress:
         progress(f"{project.dir_name}: indexing the stripped corpus")
     from llmc.index.walk import walk
@@ -181,6 +283,19 @@ def project_data(
         skip.write_text(json.dumps({"files": files}), encoding="utf-8")
         return None
     ensure_index(corpus, cfg)
+    queries, _ = docstring_queries(original, work, project.name, max_queries, seed)
+    kinds = ["code"] * len(queries)
+    if max_doc_queries + mentions:
+        found, found_kinds = doc_queries(
+            corpus, cfg, work, project.name, limit=max_doc_queries, mentions=mentions,
+            seed=seed, cut=train, shares=shares,
+        )  # fmt: skip
+        queries += found
+        kinds += found_kinds
+    queries, _ = anchor_symbols(queries, corpus)
+    if not queries:
+        skip.write_text(json.dumps({"queries": 0}), encoding="utf-8")
+        return None
     from llmc.paths import db_path
     from llmc.store.db import Store
 
@@ -189,16 +304,6 @@ def project_data(
         spans = store.counts()["spans"]
     finally:
         store.close()
-    queries, _ = docstring_queries(original, work, project.name, max_queries, seed)
-    queries, _ = anchor_symbols(queries, corpus)
-    kinds = ["code"] * len(queries)
-    if max_doc_queries:
-        titles = doc_title_queries(corpus, max_doc_queries, seed, project.name)
-        queries += titles
-        kinds += ["doc-title"] * len(titles)
-    if not queries:
-        skip.write_text(json.dumps({"queries": 0}), encoding="utf-8")
-        return None
     if progress:
         progress(f"{project.dir_name}: {len(queries)} queries over {spans} spans")
     rows, labels, groups = [], [], []
@@ -280,13 +385,15 @@ def collect(
     cache_dir: Path,
     *,
     max_queries: int = 60,
-    max_doc_queries: int = 15,
+    max_doc_queries: int = 30,
+    max_mention_queries: int = 10,
     seed: int = 0,
     depth: int = 100,
     progress: Callable[[str], None] | None = None,
 ) -> list[ProjectData]:
     """Labelled pools of every project (``(project, split)``); train projects are fetched
-    into ``cache_dir``, validation projects come from the protocol's eval cache."""
+    into ``cache_dir``, validation projects come from the protocol's eval cache (their
+    docs-intent queries are titles and questions only, never cut, no mentions)."""
     from llmc import corpora
     from llmc.train.projects import fetch as fetch_train
 
@@ -298,7 +405,6 @@ def collect(
             def root_of(p: Project) -> Path:
                 return fetch_train(p, cache_dir)
 
-            doc_queries = max_doc_queries
         else:
             from llmc.eval.projects import fetch_project
 
@@ -308,12 +414,11 @@ def collect(
             def root_of(p: Project, base: Path = eval_cache) -> Path:
                 return fetch_project(p, base)
 
-            doc_queries = 0  # validation: exactly the protocol's docstring task
         try:
             data = project_data(
                 project, split, root_of, work,
-                max_queries=max_queries, max_doc_queries=doc_queries, seed=seed, depth=depth,
-                progress=progress,
+                max_queries=max_queries, max_doc_queries=max_doc_queries,
+                max_mention_queries=max_mention_queries, seed=seed, depth=depth, progress=progress,
             )  # fmt: skip
         except TrainError:
             raise
@@ -334,8 +439,10 @@ __all__ = [
     "DATA_VERSION",
     "MAX_SPANS",
     "ProjectData",
+    "VALIDATION_DOC_SHARES",
     "collect",
-    "doc_title_queries",
+    "cut_corpus",
+    "doc_queries",
     "feature_key",
     "load_data",
     "project_data",

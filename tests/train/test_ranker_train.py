@@ -21,11 +21,14 @@ from llmc.search.learned import model_from_json, rank_pool
 from llmc.search.types import Hit, RankedList, RouteDecision
 from llmc.train.projects import reserved_names
 from llmc.train.ranker import (
+    DOCS_KINDS,
     check_dump,
     dump_model,
     fit,
     masked,
     pool_metrics,
+    query_weights,
+    split_metrics,
     stack,
     train_projects,
 )
@@ -75,13 +78,13 @@ def test_train_projects_are_pinned_and_held_out() -> None:
     assert all(re.fullmatch(r"[0-9a-f]{64}", p.sha256) for p in projects)
 
 
-def data(scores_labels: list[list[int]]) -> ProjectData:
+def data(scores_labels: list[list[int]], kinds: tuple[str, ...] = ()) -> ProjectData:
     labels = [y for q in scores_labels for y in q]
     return ProjectData(
         "p", "validation", np.zeros((len(labels), len(FEATURES)), np.float32),
         np.asarray(labels, np.int8), tuple(len(q) for q in scores_labels),
-        tuple(f"q{i}" for i in range(len(scores_labels))), ("code",) * len(scores_labels),
-        10, "m", 0.0,
+        tuple(f"q{i}" for i in range(len(scores_labels))),
+        kinds or ("code",) * len(scores_labels), 10, "m", 0.0,
     )  # fmt: skip
 
 
@@ -94,6 +97,21 @@ def test_pool_metrics_by_hand() -> None:
     assert m["hit@5"] == pytest.approx(2 / 3)
     x, y, groups = stack([d])
     assert groups == [3, 2] and x.shape[0] == 5  # the unanswered query is left out
+
+
+def test_metrics_and_stack_by_kind() -> None:
+    d = data([[0, 1, 0], [1, 0], [0, 1]], ("code", "doc-sentence", "doc-title"))
+    scores = np.array([3.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0])
+    assert pool_metrics(scores, [d], ("code",))["mrr@10"] == pytest.approx(1 / 2)
+    docs = pool_metrics(scores, [d], DOCS_KINDS)
+    assert docs["queries"] == 2 and docs["mrr@10"] == pytest.approx((1 + 1 / 2) / 2)
+    m = split_metrics(scores, [d])
+    assert m["score"] == pytest.approx((1 / 2 + 3 / 4) / 2)
+    x, y, groups = stack([d], kinds=("code", "doc-title"))
+    assert groups == [3, 2]  # the doc-sentence query is left out
+    w = query_weights([d], groups, ("code", "doc-title"), 0.5)
+    assert w.tolist() == [1.0, 1.0, 1.0, 0.5, 0.5]
+    assert query_weights([d], groups, ("code", "doc-title"), 1.0) is None
 
 
 def test_masked_sets_missing_values() -> None:
