@@ -133,7 +133,7 @@ class SearchConfig:
     blas_threads: int = 1  # BLAS threads during a query (0: leave as is)
     torch_threads: int = 1  # torch threads during a query embedding (0: leave as is)
     hyde: bool = True  # adaptive HyDE for vague queries (settings in [hyde]); false: off, no cost
-    ranker: str = "fusion"  # fusion: hand-set weights (`fusion`) | learned: the learned ranker | auto: learned unless docs intent
+    ranker: str = "learned"  # learned: the learned ranker | fusion: hand-set weights (RRF) | auto: learned unless docs intent
     ranker_model: str = "default"  # learned: the shipped model (llmc/models/ranker), or a path
     ranker_depth: int = 100  # learned: every retriever's top this many go to the ranker
 

@@ -27,6 +27,7 @@ def _search_overrides(
         "search.routing": False if no_routing else None,
         "search.exact_symbol": False if no_exact else None,
         "search.fusion": fusion,
+        "search.ranker": "fusion" if fusion else None,  # a fusion method asks for fusion
     }
 
 

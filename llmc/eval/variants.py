@@ -67,22 +67,29 @@ def _default(cfg: Config) -> Config:
     return cfg
 
 
-@register_variant("bm25-only", ("search.bm25", "search.dense"), "BM25 alone, no other stage")
+@register_variant(
+    "bm25-only", ("search.bm25", "search.dense", "search.ranker"), "BM25 alone, no other stage"
+)
 def _bm25_only(cfg: Config) -> Config:
     cfg.set("search.bm25", True, SOURCE)
+    cfg.set("search.ranker", "fusion", SOURCE)  # one list, ranked as it is
     return _stages_off(cfg, "search.dense", "search.routing", *EXTRA_STAGES)
 
 
-@register_variant("dense-only", ("search.bm25", "search.dense"), "dense alone, no other stage")
+@register_variant(
+    "dense-only", ("search.bm25", "search.dense", "search.ranker"), "dense alone, no other stage"
+)
 def _dense_only(cfg: Config) -> Config:
     cfg.set("search.dense", True, SOURCE)
+    cfg.set("search.ranker", "fusion", SOURCE)  # one list, ranked as it is
     return _stages_off(cfg, "search.bm25", "search.routing", *EXTRA_STAGES)
 
 
 # What a user would build from the same parts: BM25 and dense, top 100 of each over every
 # span, fused by RRF (k = 60); no routing, exact-symbol pinning, test-file weighting,
-# per-file cap, learned weights or second stage.
+# per-file cap, learned weights, learned ranker or second stage.
 RRF_BASELINE = {
+    "search.ranker": "fusion",
     "search.bm25": True,
     "search.dense": True,
     "search.routing": False,

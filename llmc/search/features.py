@@ -133,6 +133,7 @@ class Pool:
     matrix: np.ndarray  # float32, len(span_ids) x len(FEATURES)
     ranks: tuple[Mapping[str, int], ...]  # per candidate: list name -> rank
     scores: tuple[Mapping[str, float], ...]  # per candidate: list name -> score
+    places: tuple[tuple[str, int], ...] = ()  # per candidate: (path, start line), for ties
 
     def __len__(self) -> int:
         return len(self.span_ids)
@@ -289,6 +290,7 @@ def build_pool(
         matrix,
         tuple(ranks[i] for i in ids),
         tuple(scores.get(i, {}) for i in ids),
+        tuple((m.path, m.start_line) if (m := meta.get(i)) else ("", 0) for i in ids),
     )
 
 

@@ -177,12 +177,19 @@ def open_routes(decision: RouteDecision) -> RouteDecision:
 def rank_pool(
     pool: Pool, model: RankerModel, explain_top: int = 0
 ) -> tuple[list[Candidate], dict[int, dict[str, float]]]:
-    """The pool ordered by the model (ties: best rank in any list, then span id), and the
-    feature attributions of the first ``explain_top`` candidates."""
+    """The pool ordered by the model (ties: best rank in any list, then path and line, so
+    the order does not hang on span ids, which a rebuilt index renumbers), and the feature
+    attributions of the first ``explain_top`` candidates."""
     scores = model.predict(pool.matrix)
+    pinned = pool.matrix[:, FEATURES.index("pool:pinned")] > 0
     order = sorted(
         range(len(pool)),
-        key=lambda i: (-scores[i], min(pool.ranks[i].values(), default=1 << 30), pool.span_ids[i]),
+        key=lambda i: (
+            -scores[i],
+            min(pool.ranks[i].values(), default=1 << 30),
+            pool.places[i] if pool.places else ("", 0),
+            pool.span_ids[i],
+        ),
     )
     out: list[Candidate] = []
     explained: dict[int, dict[str, float]] = {}
@@ -197,8 +204,9 @@ def rank_pool(
             Candidate(
                 span_id=pool.span_ids[i],
                 score=float(scores[i]),
-                ranks=dict(pool.ranks[i]),
-                scores=dict(pool.scores[i]),
+                # exact-symbol lookup found it (a feature here, not a pin): say so
+                ranks={"exact": 1, **pool.ranks[i]} if pinned[i] else dict(pool.ranks[i]),
+                scores={"exact": 1.0, **pool.scores[i]} if pinned[i] else dict(pool.scores[i]),
                 contributions=contrib,
             )
         )

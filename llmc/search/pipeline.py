@@ -149,7 +149,10 @@ class Searcher:
                 found_exact = exact.exact_symbols(sources, text, cfg.search, trace)
             with trace.stage("route"):
                 decision = self._route(text, route, found_exact.defined, trace)
-            decision, found_exact, lists = self._retrieve(text, k, decision, found_exact, trace)
+            use = self._learned(decision, text)
+            decision, found_exact, lists = self._retrieve(
+                text, k, decision, found_exact, trace, use
+            )
             fused = self._learned_rank(text, decision, lists, found_exact, trace, explain, k)
             if fused is None:
                 with trace.stage("fusion"):
@@ -174,26 +177,31 @@ class Searcher:
         return decision, found, groups, explained
 
     def _retrieve(
-        self, text: str, k: int, decision: RouteDecision, found: exact.ExactMatch, trace: Trace
-    ) -> tuple[RouteDecision, exact.ExactMatch, list[RankedList]]:
+        self, text: str, k: int, decision: RouteDecision, found: exact.ExactMatch, trace: Trace,
+        use: bool,
+    ) -> tuple[RouteDecision, exact.ExactMatch, list[RankedList]]:  # fmt: skip
         """Every retriever's list. With the learned ranker, both routes are searched: the
-        router's probabilities are the ranker's features, not a gate."""
+        router's probabilities are the ranker's features, not a gate (a route fixed by
+        ``--route`` or ``search.route`` is still the only one searched)."""
         sources = self.sources
-        use = self._learned(decision)
-        searched = learned.open_routes(decision) if use else decision
+        fixed = decision.source in ("flag", "config")
+        searched = learned.open_routes(decision) if use and not fixed else decision
         found = exact.exact_words(sources, text, searched, found, self.cfg.search, trace)
         lists, searched = candidates.retrieve_lists(
             sources, text, searched, found, k, trace, self._hyde()
         )
-        return (decision if use else searched), found, lists
+        return (decision if use and not fixed else searched), found, lists
 
-    def _learned(self, decision: RouteDecision) -> bool:
-        """Whether the learned ranker ranks this query (``auto``: unless the router says
-        docs, where the learned ranker loses on validation; see docs/evaluation.md)."""
+    def _learned(self, decision: RouteDecision, text: str) -> bool:
+        """Whether the learned ranker ranks this query: not when the query asks about tests
+        (no training query did, so the trees bury test files: fusion ranks those), and with
+        ``auto`` not when the router says docs (see docs/evaluation.md)."""
         ranker = self.cfg.search.ranker
         if ranker not in RANKERS:
             raise ConfigError(f"search.ranker must be one of {', '.join(RANKERS)}, got {ranker!r}")
-        return ranker == "learned" or (ranker == "auto" and decision.intent != DOCS_ROUTE)
+        if ranker == "fusion" or router.asks_about_tests(text):
+            return False
+        return ranker == "learned" or decision.intent != DOCS_ROUTE
 
     def _learned_rank(
         self, text: str, decision: RouteDecision, lists: list[RankedList],
@@ -201,7 +209,9 @@ class Searcher:
     ) -> list[Candidate] | None:  # fmt: skip
         """The learned ranker's order of the pool; None when it is off or has no model
         (then fusion ranks, after one warning)."""
-        if not self._learned(decision):
+        if not self._learned(decision, text):
+            if self.cfg.search.ranker != "fusion":
+                trace.note("ranker", "the query asks about tests or docs: fusion ranks it")
             return None
         scfg = self.cfg.search
         if self._ranker is None or self._ranker.model_name != scfg.ranker_model:
@@ -224,7 +234,9 @@ class Searcher:
             self.sources.open()
             found = exact.exact_symbols(self.sources, text, self.cfg.search, trace)
             decision = self._route(text, route, found.defined, trace)
-            decision, found, lists = self._retrieve(text, self.cfg.search.k, decision, found, trace)
+            decision, found, lists = self._retrieve(
+                text, self.cfg.search.k, decision, found, trace, True
+            )
             stage = self._ranker or learned.LearnedStage(self.cfg.search.ranker_model)
             self._ranker = stage
             return stage.pool(self.sources, text, decision, lists, found.pinned)

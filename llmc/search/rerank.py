@@ -46,10 +46,14 @@ def _minmax(values: Sequence[float]) -> list[float]:
 def blended(ce: Sequence[float], fused: Sequence[float], w: float) -> list[float]:
     """``w · ce + (1 - w) · fused / top fused``: the reranker's probability and the fused
     score as a share of the window's best. A model whose scores are not probabilities
-    (logits outside [0, 1]) has them min-max scaled over the window first."""
+    (logits outside [0, 1]) has them min-max scaled over the window first, and so do
+    fused scores below zero (the learned ranker's)."""
     probs = list(ce) if all(0.0 <= x <= 1.0 for x in ce) else _minmax(ce)
     top = max(fused, default=0.0)
-    shares = [f / top for f in fused] if top > 0 else [1.0] * len(fused)
+    if min(fused, default=0.0) < 0:  # the learned ranker's scores: any sign, so min-max
+        shares = _minmax(fused)
+    else:
+        shares = [f / top for f in fused] if top > 0 else [1.0] * len(fused)
     return [w * a + (1.0 - w) * b for a, b in zip(probs, shares, strict=True)]
 
 

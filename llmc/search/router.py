@@ -287,4 +287,16 @@ def choose_route(
     return refine(text, defined, decision) if refine is not None else decision
 
 
-__all__ = ["choose_route", "evidence", "fixed_route", "is_test_path", "route_query"]
+def asks_about_tests(query: str) -> bool:
+    """The query names tests (``test``, ``pytest``, ``fixtures``, ...)."""
+    return bool(_TEST_CUE.search(query.lower()))
+
+
+__all__ = [
+    "asks_about_tests",
+    "choose_route",
+    "evidence",
+    "fixed_route",
+    "is_test_path",
+    "route_query",
+]

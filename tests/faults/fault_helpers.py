@@ -92,9 +92,11 @@ def assert_clean_success(out: subprocess.CompletedProcess) -> None:
 def search_json(
     root: Path, query: str, *flags: str, prefix: Sequence[str] = (), dense: bool = False
 ) -> tuple[list[tuple[str, int, int]], dict]:
-    """(path, start, end) of each result and the whole JSON answer; BM25 only unless
-    ``dense`` (loading the embedder costs seconds a process)."""
-    extra = () if dense else ("--no-dense", "--no-hyde")
+    """(path, start, end) of each result and the whole JSON answer; BM25 only, ranked by
+    RRF, unless ``dense`` (loading the embedder costs seconds a process). RRF reads ranks
+    only, so an edit elsewhere that nudges BM25's scores leaves the order as it was; the
+    learned ranker (the default) reads the scores and may swap two near ties."""
+    extra = () if dense else ("--no-dense", "--no-hyde", "--fusion", "rrf")
     out = llmc("search", "--json", "--repo", str(root), *extra, *flags, query, prefix=prefix)
     assert_clean_success(out)
     answer = json.loads(out.stdout)

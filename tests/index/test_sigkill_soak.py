@@ -201,8 +201,12 @@ def answers(root: Path) -> dict[str, list[tuple[float, str, int, int]]]:
     out = {}
     for query in QUERIES:
         result = CliRunner().invoke(
-            main, ["search", "--json", "--no-hyde", "-k", str(2 * TOP), "--repo", str(root), query]
-        )
+            main,
+            # RRF: the near-tie bound below is in RRF's terms (the learned ranker, the
+            # default, reads raw scores, which a tie broken the other way moves further)
+            ["search", "--json", "--no-hyde", "--fusion", "rrf", "-k", str(2 * TOP),
+             "--repo", str(root), query],
+        )  # fmt: skip
         assert result.exit_code == 0, (result.output, result.exception)
         hits = [
             (round(h["score"], 5), h["path"], h["start_line"], h["end_line"])

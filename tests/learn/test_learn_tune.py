@@ -102,8 +102,11 @@ def test_split_holds_out_newest_commits_and_stratifies_the_rest():
     assert split_queries(qs, 0.3, seed=1) == split  # seeded
 
 
+FUSION = {"search.ranker": "fusion"}  # tuned weights are fusion's (the learned ranker has none)
+
+
 def _decision(root: Path, query: str = "where are user sessions stored"):
-    with Searcher(root, load_config(root)) as s:
+    with Searcher(root, load_config(root, FUSION)) as s:
         return s.search(query, k=5).route
 
 
@@ -136,7 +139,7 @@ def test_search_uses_tuned_dir_until_reset(learn_repo):
     assert _decision(learn_repo).source == "router"
     (learn_repo / "llmc.toml").write_text('[search]\nhyde = false\n[llm]\nprovider = "none"\n')
     # a Searcher that is already open picks up a reset at its next query
-    with Searcher(learn_repo, load_config(learn_repo)) as s:
+    with Searcher(learn_repo, load_config(learn_repo, FUSION)) as s:
         assert s.search("refund", k=3).route.source == "learned"
         result = CliRunner().invoke(main, ["tune", "--reset", "--repo", str(learn_repo)])
         assert result.exit_code == 0, result.output

@@ -23,7 +23,9 @@ REFUND_CODE = (
 
 def _search(root, query, llm, monkeypatch, **hyde):
     monkeypatch.setattr("llmc.models.llm.get_llm", lambda cfg: llm)
-    cfg = load_config(root, {"hyde.intents": "code,docs,mixed"})
+    # fusion ranks: these tests read the hyde list fusion merges (the learned ranker takes
+    # hyde.code / hyde.doc as features instead)
+    cfg = load_config(root, {"hyde.intents": "code,docs,mixed", "search.ranker": "fusion"})
     for key, value in hyde.items():
         setattr(cfg.hyde, key, value)
     with Searcher(root, cfg) as s:
@@ -31,7 +33,7 @@ def _search(root, query, llm, monkeypatch, **hyde):
 
 
 def _plain(root, query):
-    with Searcher(root, load_config(root, {"search.hyde": False})) as s:
+    with Searcher(root, load_config(root, {"search.hyde": False, "search.ranker": "fusion"})) as s:
         return s.search(query, explain=True)
 
 

@@ -193,3 +193,22 @@ def test_auto_ranks_docs_questions_by_fusion(indexed_repo) -> None:
     assert docs.route.intent == "docs" and "fusion" in docs.timings_ms
     assert code.route.intent == "code" and "ranker" in code.timings_ms
     assert code.results[0].symbol == "apply_discount"
+
+
+def test_learned_is_the_default_but_not_for_test_questions_or_fixed_routes(indexed_repo) -> None:
+    cfg = copy.deepcopy(load_config(indexed_repo))
+    assert cfg.search.ranker == "learned"
+    cfg.search.hyde = False
+    with Searcher(indexed_repo, cfg) as s:
+        tests = s.search("tests for apply discount", k=3, explain=True)
+        docs = s.search("discount codes", k=3, route="docs")
+        exact = s.search("ShoppingCart", k=3)
+    # no training query asked for tests, so fusion ranks those (and says so)
+    assert "fusion" in tests.timings_ms and "ranker" not in tests.timings_ms
+    assert tests.results[0].path == "tests/test_cart.py"
+    assert any("asks about tests" in x.note for x in tests.explain.stages)
+    # a route fixed by --route stays the only one searched
+    assert "ranker" in docs.timings_ms
+    assert docs.results and all(r.path.endswith(".md") for r in docs.results)
+    # exact-symbol lookup is a feature here, and still a named source
+    assert exact.results[0].symbol == "ShoppingCart" and "exact" in exact.results[0].sources

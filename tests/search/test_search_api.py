@@ -75,6 +75,7 @@ def test_bad_arguments_are_llmc_errors(searcher, call, message) -> None:
 
 def test_unknown_fusion_in_config(indexed_repo) -> None:
     cfg = load_config(indexed_repo)
+    cfg.search.ranker = "fusion"  # the learned ranker never fuses
     cfg.search.fusion = "borda"
     with Searcher(indexed_repo, cfg) as s, pytest.raises(LlmcError, match="unknown fusion"):
         s.search("cart")
@@ -94,9 +95,10 @@ def variant(indexed_repo, **search) -> Searcher:
 
 def test_ablations_are_config_copies(indexed_repo) -> None:
     query = "refund a payment"
-    with variant(indexed_repo, dense=False, routing=False, exact_symbol=False) as s:
+    fusion = {"ranker": "fusion"}  # one merged list per retriever, as fusion names them
+    with variant(indexed_repo, dense=False, routing=False, exact_symbol=False, **fusion) as s:
         bm25_only = s.search(query)
-    with variant(indexed_repo, bm25=False, routing=False, exact_symbol=False) as s:
+    with variant(indexed_repo, bm25=False, routing=False, exact_symbol=False, **fusion) as s:
         dense_only = s.search(query)
     assert {src for r in bm25_only.results for src in r.sources} == {"bm25"}
     assert {src for r in dense_only.results for src in r.sources} == {"dense"}
@@ -207,7 +209,7 @@ def test_missing_lexical_index_degrades_to_dense(repo_copy) -> None:
 
 
 def test_per_route_lists_when_not_merged(indexed_repo) -> None:
-    with variant(indexed_repo, merge_routes=False) as s:
+    with variant(indexed_repo, merge_routes=False, ranker="fusion") as s:
         response = s.search("how do I configure the database url?", explain=True)
     assert response.results[0].symbol == "Configuration"
     assert set(response.route.list_weights) == {"bm25.doc", "dense.doc"}  # code dropped

@@ -80,9 +80,9 @@ def test_json_shape(runner, indexed_repo) -> None:
         assert r["snippet"]
     scores = [r["score"] for r in out["results"]]
     assert scores == sorted(scores, reverse=True)
-    assert {"exact", "route", "bm25", "embed", "dense", "fusion", "results"} <= set(
-        out["timings_ms"]
-    )
+    timings = set(out["timings_ms"])
+    assert {"exact", "route", "bm25", "embed", "dense", "results"} <= timings
+    assert {"features", "ranker"} <= timings  # the learned ranker, the default
     assert isinstance(out["took_ms"], float) and out["took_ms"] >= 0  # reported
     top = out["results"][0]
     assert (top["path"], top["symbol"]) == ("src/shop/payment.py", "refund_payment")
@@ -142,7 +142,15 @@ def test_human_output_without_color(runner, indexed_repo) -> None:
 def test_explain_human(runner, indexed_repo) -> None:
     result = runner.invoke(
         main,
-        ["search", "where is the refund implemented", "--explain", "--repo", str(indexed_repo)],
+        [
+            "search",
+            "where is the refund implemented",
+            "--explain",
+            "--fusion",
+            "rrf",
+            "--repo",
+            str(indexed_repo),
+        ],
     )
     assert result.exit_code == 0, result.output
     out = result.stdout
@@ -155,7 +163,13 @@ def test_explain_human(runner, indexed_repo) -> None:
 def test_explain_json_has_lists_and_rrf_contributions(runner, indexed_repo) -> None:
     # Fusion's own scores: the cross-encoder (on by default) would rescore the top.
     out = search_json(
-        runner, indexed_repo, "where is the refund implemented", "--explain", "--no-rerank"
+        runner,
+        indexed_repo,
+        "where is the refund implemented",
+        "--explain",
+        "--no-rerank",
+        "--fusion",
+        "rrf",
     )
     ex = out["explain"]
     assert {"bm25", "dense"} <= set(ex["lists"])  # code and docs hits merged by score
@@ -230,8 +244,9 @@ def test_garbage_queries_give_results(runner, indexed_repo, query) -> None:
 
 def test_test_files_yield_unless_the_query_asks_for_tests(runner, indexed_repo) -> None:
     query = "total price of the cart items"  # routing's weights alone, so no rerank
-    routed = search_json(runner, indexed_repo, query, "-k", "3", "--no-rerank")
-    unrouted = search_json(runner, indexed_repo, query, "-k", "3", "--no-routing", "--no-rerank")
+    fused = ("--no-rerank", "--fusion", "rrf")  # route weights are fusion's
+    routed = search_json(runner, indexed_repo, query, "-k", "3", *fused)
+    unrouted = search_json(runner, indexed_repo, query, "-k", "3", "--no-routing", *fused)
     assert routed["results"][0]["symbol"] == unrouted["results"][0]["symbol"] == "total_price"
     assert routed["route"]["weights"]["tests"] == 0.5
     assert "tests/test_cart.py" not in [r["path"] for r in routed["results"]]

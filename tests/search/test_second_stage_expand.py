@@ -253,6 +253,7 @@ def graph_cfg(indexed_repo):
 
 def test_pipeline_lifts_a_neighbor_and_explains_it(indexed_repo, graph_cfg) -> None:
     cfg = copy.deepcopy(graph_cfg)
+    cfg.search.ranker = "fusion"  # the lift below is measured against fusion's scores
     cfg.expand.alpha = 0.9
     cfg.expand.semantic_floor = 0.0
     with Searcher(indexed_repo, cfg) as s:

@@ -237,6 +237,7 @@ def test_the_embedded_llm_answers_and_the_stage_validates_it(embedded) -> None:
 def test_search_llm_rerank_flag_runs_the_embedded_llm_in_the_pipeline(indexed_repo, embedded):
     cfg_ = load_config(indexed_repo)
     cfg_.search.hyde = cfg_.search.graph = cfg_.search.rerank = False
+    cfg_.search.ranker = "fusion"  # the gate below reads fusion's score spread
     cfg_.search.llm_rerank = True
     cfg_.llm_rerank.always = True
     cfg_.llm_rerank.top_n = 5

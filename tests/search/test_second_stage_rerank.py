@@ -74,6 +74,13 @@ def test_blend_scales_logits_to_the_window_first() -> None:
     assert out.candidates[0].scores[RERANK] == 3.0  # the raw score stays in the trace
 
 
+def test_blend_scales_fused_scores_below_zero_to_the_window() -> None:
+    model = Scripted({"p1": 0.0, "p2": 1.0, "p3": 0.4})
+    out = rerank("q", cands(1.0, 0.0, -1.0), PASSAGES, model, 3, "blend", 0.5)
+    # the learned ranker's scores: min-max over the window, 1, 1/2, 0
+    assert [c.score for c in out.candidates] == pytest.approx([0.75, 0.5, 0.2])
+
+
 def test_pinned_stay_first_and_spans_without_text_drop_below_the_window() -> None:
     model = Scripted({"p2": 0.2, "p3": 0.8, "p4": 0.5})
     passages = {i: p for i, p in PASSAGES.items() if i != 4}
