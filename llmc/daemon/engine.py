@@ -275,6 +275,10 @@ class Engine:
         self.ready = threading.Event()  # models loaded (or failed to)
         self.warm_error: str | None = None
         self.reindexer = Reindexer(self._index) if start_worker else None
+        if start_worker:
+            from llmc.graph import warm
+
+            warm.enable()  # each reindex updates the graph from the last one's state in memory
 
     # -- config -----------------------------------------------------------------------------
     def reload_config(self) -> None:

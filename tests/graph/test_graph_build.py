@@ -209,7 +209,7 @@ def test_a_failed_write_leaves_the_old_graph(tmp_path, filler, monkeypatch):
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(build.json, "dumps", boom)
+    monkeypatch.setattr(build.os, "replace", boom)  # every temp file is written, none lands
     with pytest.raises(OSError):
         update_graph(root, f.store, [], [], f.bump())
     assert (root / ".llmc" / GRAPH_FILE).read_bytes() == before

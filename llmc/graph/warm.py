@@ -1,0 +1,109 @@
+"""The graph build's state kept in memory between updates, in a process that asks for it.
+
+An update needs the previous run's facts and per-file resolution. Read from
+``.llmc/graph_facts.pickle`` and ``rag_graph.json`` they cost about a second on Django
+(~3.5k files: unpickling ~100k records, decoding a 50 MB header). The daemon reindexes on
+every change, so it calls :func:`enable` and keeps them: each update leaves its header,
+facts and resolution here, and the next one takes them instead of reading the files.
+
+They are trusted only while both files are the very ones this process wrote (same inode,
+size and modification time): any other writer (`llmc index` in another process, a chunk
+worker updating the graph beside the lexical index) makes the next update read the files
+again. Off by default: a one-shot `llmc index` gains nothing from it, and holding the state
+through its embedding backfill would raise its peak memory.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llmc.graph.incremental import ResolutionState
+
+_MAX_REPOSITORIES = 2  # a daemon serves one; tests and tools may alternate between two
+
+
+@dataclass
+class WarmGraph:
+    """What the last update in this process wrote: the graph header, the facts cache
+    (``{"token", "files": {path: {"hash", "facts", "pickled"}}}``, facts unpickled) and the
+    per-file resolution, with the stamps of the two files it wrote them to."""
+
+    stamps: tuple[tuple[int, int, int], tuple[int, int, int]]
+    header: dict[str, Any]
+    cache: dict[str, Any]
+    state: ResolutionState | None
+
+
+_enabled = False
+_kept: dict[Path, WarmGraph] = {}
+_lock = threading.Lock()
+
+
+def enable(on: bool = True) -> None:
+    """Keep each update's state in this process for the next one (the daemon does)."""
+    global _enabled
+    _enabled = on
+    if not on:
+        with _lock:
+            _kept.clear()
+
+
+def enabled() -> bool:
+    return _enabled
+
+
+def take(llmc_dir: Path, graph_file: Path, facts_file: Path) -> WarmGraph | None:
+    """The state the last update here left for ``llmc_dir``, if the files on disk are still
+    the ones it wrote; it is handed over (not shared), since the update mutates it."""
+    with _lock:
+        warm = _kept.pop(_key(llmc_dir), None)
+    if warm is None:
+        return None
+    if warm.stamps != (_stamp(graph_file), _stamp(facts_file)):
+        return None
+    return warm
+
+
+def keep(
+    llmc_dir: Path,
+    graph_file: Path,
+    facts_file: Path,
+    header: dict[str, Any],
+    cache: dict[str, Any],
+    state: ResolutionState | None,
+) -> None:
+    """Keep what an update just wrote to ``graph_file`` and ``facts_file`` (when enabled)."""
+    if not _enabled:
+        return
+    stamps = (_stamp(graph_file), _stamp(facts_file))
+    if None in stamps:
+        return
+    with _lock:
+        _kept.pop(_key(llmc_dir), None)
+        while len(_kept) >= _MAX_REPOSITORIES:
+            _kept.pop(next(iter(_kept)))
+        _kept[_key(llmc_dir)] = WarmGraph(stamps, header, cache, state)  # type: ignore[arg-type]
+
+
+def forget(llmc_dir: Path) -> None:
+    with _lock:
+        _kept.pop(_key(llmc_dir), None)
+
+
+def _key(llmc_dir: Path) -> Path:
+    return Path(os.path.realpath(llmc_dir))
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+__all__ = ["WarmGraph", "enable", "enabled", "forget", "keep", "take"]
