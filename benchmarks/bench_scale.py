@@ -172,9 +172,11 @@ def percentiles(xs: list[float]) -> dict:
 def one_file_reindex(repo: Path, edits: int) -> dict:
     """Append a function to one module and reindex in this (warm) process, ``edits`` times."""
     from llmc.config import load_config
+    from llmc.graph import warm
     from llmc.index.indexer import Indexer
     from llmc.models.embedder import embedder_from_config
 
+    warm.enable()  # the daemon keeps the graph's state between updates
     cfg = load_config(repo)
     for category in ("code", "doc"):  # warm, as in the daemon: the models are loaded
         embedder_from_config(cfg.embedding, category).embed_passages(["def warm(): pass"])
