@@ -92,7 +92,7 @@ def route_lists(
         vector = sources.query_vector(text, category, trace)
         if vector is not None:
             with trace.stage("dense"):
-                out.append(retrieve.dense(sources.store, vector, category, depth(scfg.dense_depth)))
+                out.append(retrieve.dense(sources.knn, vector, category, depth(scfg.dense_depth)))
     return out
 
 

@@ -26,6 +26,7 @@ never reused). Pure numpy and SQLite: nothing here imports training code.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -231,60 +232,139 @@ def span_row(meta: SpanMeta | None, words: frozenset[str]) -> dict[str, float]:
     return row
 
 
+# The span's own columns, the same for every query: worked out once per span and path.
+_PATH_COLUMNS = tuple(f for f in FEATURES if f.startswith("path:"))
+_SPAN_COLUMNS = ("span:is_code", *(f"span:kind_{k}" for k in _KINDS), "span:lines", "span:part")
+assert _SPAN_COLUMNS + _PATH_COLUMNS == tuple(
+    f for f in FEATURES if f.startswith(("span:", "path:"))
+)
+_SPAN_SIDE: dict[SpanMeta, tuple[tuple[float, ...], frozenset[str], frozenset[str]]] = {}
+_SPAN_SIDE_LIMIT = 50_000
+
+
+@functools.lru_cache(maxsize=8192)
+def _path_side(path: str) -> tuple[tuple[float, ...], frozenset[str]]:
+    classes = path_class(path)
+    return tuple(classes[f] for f in _PATH_COLUMNS), frozenset(split_words(path))
+
+
+def _span_side(meta: SpanMeta) -> tuple[tuple[float, ...], frozenset[str], frozenset[str]]:
+    """``meta``'s values of the span and path columns (as ``span_row`` has them), and the
+    words of its symbol and qualified name and of its path, for the overlaps; remembered
+    per span (``SpanMeta`` is a value: an edited span is another key)."""
+    side = _SPAN_SIDE.get(meta)
+    if side is None:
+        path_values, path_words = _path_side(meta.path)
+        values = (
+            float(meta.category == "code"),
+            *(float(meta.kind == k) for k in _KINDS),
+            math.log1p(max(0, meta.end_line - meta.start_line + 1)),
+            float(meta.part),
+            *path_values,
+        )
+        side = (values, frozenset(split_words(f"{meta.symbol} {meta.qualname}")), path_words)
+        if len(_SPAN_SIDE) >= _SPAN_SIDE_LIMIT:
+            _SPAN_SIDE.clear()
+        _SPAN_SIDE[meta] = side
+    return side
+
+
 def build_pool(
     lists: Sequence[RankedList],
     query: QueryInfo,
     meta: Mapping[int, SpanMeta],
 ) -> Pool:
-    """Every candidate of ``lists`` (deduplicated, first-seen order) with its features."""
+    """Every candidate of ``lists`` (deduplicated, first-seen order) with its features.
+
+    Column by column: each list's hits fill its three columns at once, the query's values
+    fill theirs, each span's own columns come from ``_span_side``; only the overlaps are
+    worked out per candidate. The same numbers as ``span_row`` and ``query_row`` give,
+    summed in the same order (``pool:rrf`` adds the lists in the order they come)."""
     import numpy as np
 
     index = {name: i for i, name in enumerate(FEATURES)}
     ranks: dict[int, dict[str, int]] = {}
     scores: dict[int, dict[str, float]] = {}
+    row_of: dict[int, int] = {}
+    filled: list[tuple[str, float, list[int], list[int], list[float]]] = []
     tops: dict[str, float] = {}
     for ranked in lists:
         name = ranked.name
         if name not in POOL_LISTS or not ranked.hits:
             continue
-        tops.setdefault(name, ranked.hits[0].score)
+        top = tops.setdefault(name, ranked.hits[0].score)
+        rows: list[int] = []
+        at: list[int] = []
+        got: list[float] = []
         for rank, hit in enumerate(ranked.hits, start=1):
-            r = ranks.setdefault(hit.span_id, {})
+            span_id = hit.span_id
+            r = ranks.get(span_id)
+            if r is None:
+                r = ranks[span_id] = {}
+                row_of[span_id] = len(row_of)
             if name not in r:
                 r[name] = rank
-                scores.setdefault(hit.span_id, {})[name] = hit.score
+                scores.setdefault(span_id, {})[name] = hit.score
+                rows.append(row_of[span_id])
+                at.append(rank)
+                got.append(hit.score)
+        filled.append((name, top, rows, at, got))
     for span_id in query.pinned:
-        ranks.setdefault(span_id, {})
+        if span_id not in ranks:
+            ranks[span_id] = {}
+            row_of[span_id] = len(row_of)
         scores.setdefault(span_id, {})
     ids = tuple(ranks)
-    matrix = np.zeros((len(ids), len(FEATURES)), dtype=np.float32)
+    n = len(ids)
+    matrix = np.zeros((n, len(FEATURES)), dtype=np.float32)
     for name in POOL_LISTS:
         matrix[:, index[f"{name}:score"]] = MISSING_SCORE
         matrix[:, index[f"{name}:rank"]] = MISSING_RANK
         matrix[:, index[f"{name}:rel"]] = MISSING_REL
-    qrow = query_row(query)
-    words = query.words
+    n_lists = np.zeros(n, dtype=np.int64)
+    rrf = np.zeros(n, dtype=np.float64)
+    best = np.full(n, np.inf)
+    for name, top, rows, at, got in filled:
+        where = np.array(rows, dtype=np.intp)
+        rank_of = np.array(at, dtype=np.int64)
+        score = np.array(got, dtype=np.float64)
+        matrix[where, index[f"{name}:score"]] = score
+        matrix[where, index[f"{name}:rank"]] = rank_of
+        if name.startswith("bm25."):
+            rel = score / top if top > 0 else np.zeros_like(score)
+        else:
+            rel = score - top
+        matrix[where, index[f"{name}:rel"]] = rel
+        n_lists[where] += 1
+        rrf[where] += 1.0 / (RRF_K + rank_of)
+        best[where] = np.minimum(best[where], rank_of)
+    matrix[:, index["pool:n_lists"]] = n_lists
+    matrix[:, index["pool:rrf"]] = rrf
+    matrix[:, index["pool:best_rank"]] = np.where(np.isinf(best), MISSING_RANK, best)
     pinned = set(query.pinned)
-    for i, span_id in enumerate(ids):
-        row = matrix[i]
-        r, s = ranks[span_id], scores.get(span_id, {})
-        for name, rank in r.items():
-            score = s[name]
-            top = tops[name]
-            row[index[f"{name}:score"]] = score
-            row[index[f"{name}:rank"]] = rank
-            if name.startswith("bm25."):
-                row[index[f"{name}:rel"]] = score / top if top > 0 else 0.0
-            else:
-                row[index[f"{name}:rel"]] = score - top
-        row[index["pool:n_lists"]] = len(r)
-        row[index["pool:rrf"]] = sum(1.0 / (RRF_K + k) for k in r.values())
-        row[index["pool:best_rank"]] = min(r.values()) if r else MISSING_RANK
-        row[index["pool:pinned"]] = float(span_id in pinned)
-        for name, value in qrow.items():
-            row[index[name]] = value
-        for name, value in span_row(meta.get(span_id), words).items():
-            row[index[name]] = value
+    matrix[:, index["pool:pinned"]] = [float(i in pinned) for i in ids]
+    for name, value in query_row(query).items():
+        matrix[:, index[name]] = value
+    words = query.words
+    gone = (0.0,) * (len(_SPAN_COLUMNS) + len(_PATH_COLUMNS))  # not in the index: all 0
+    span_values: list[tuple[float, ...]] = []
+    overlaps: list[tuple[float, float]] = []
+    for span_id in ids:
+        m = meta.get(span_id)
+        if m is None:
+            span_values.append(gone)
+            overlaps.append((0.0, 0.0))
+            continue
+        values, sym, path = _span_side(m)
+        span_values.append(values)
+        if words:
+            overlaps.append((len(words & sym) / len(words), len(words & path) / len(words)))
+        else:
+            overlaps.append((0.0, 0.0))
+    if n:
+        span_cols = [index[f] for f in (*_SPAN_COLUMNS, *_PATH_COLUMNS)]
+        matrix[:, span_cols] = np.array(span_values, dtype=np.float64)
+        matrix[:, [index["overlap:symbol"], index["overlap:path"]]] = np.array(overlaps)
     return Pool(
         ids,
         matrix,

@@ -15,6 +15,7 @@ each tree (the change of node value at each split, Saabas), summed per feature.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -61,22 +62,45 @@ class RankerModel:
         return int(self.feature.shape[0])
 
     def predict(self, matrix: np.ndarray) -> np.ndarray:
-        """One score per row of ``matrix`` (float, columns in ``features`` order)."""
+        """One score per row of ``matrix`` (float, columns in ``features`` order).
+
+        Every (row, tree) pair walks down one level per step, all at once: node ids are
+        flat over all trees (``_flat``), so each step is a few 1-d ``take``s; it stops once
+        every pair sits on a leaf (leaves point to themselves, so going on changes nothing)."""
         import numpy as np
 
         n = matrix.shape[0]
         t = self.trees
         if n == 0 or t == 0:
             return np.zeros(n)
-        x = np.asarray(matrix, dtype=np.float64)
-        rows = np.arange(n)[:, None]
-        trees = np.arange(t)[None, :]
-        node = np.zeros((n, t), dtype=np.int32)
-        for _ in range(self.depth):
-            f = self.feature[trees, node]
-            go_left = x[rows, f] <= self.threshold[trees, node]
-            node = np.where(go_left, self.left[trees, node], self.right[trees, node])
-        return self.value[trees, node].sum(axis=1)
+        feature, threshold, left, right, value, is_leaf, roots = self._flat
+        width = matrix.shape[1]
+        x = np.asarray(matrix, dtype=np.float64).reshape(-1)
+        row_start = (np.arange(n, dtype=np.intp) * width)[:, None]
+        node = np.broadcast_to(roots, (n, t)).copy()  # flat node id per (row, tree)
+        for level in range(self.depth):
+            go_left = x.take(row_start + feature.take(node)) <= threshold.take(node)
+            node = np.where(go_left, left.take(node), right.take(node))
+            if level % 4 == 3 and is_leaf.take(node).all():
+                break
+        return value.take(node).sum(axis=1)
+
+    @functools.cached_property
+    def _flat(self) -> tuple[np.ndarray, ...]:
+        """The trees' arrays flattened, children and roots as flat node ids."""
+        import numpy as np
+
+        trees, width = self.feature.shape
+        start = (np.arange(trees, dtype=np.intp) * width)[:, None]
+        return (
+            self.feature.astype(np.intp).reshape(-1),
+            self.threshold.reshape(-1),
+            (self.left + start).astype(np.intp).reshape(-1),
+            (self.right + start).astype(np.intp).reshape(-1),
+            self.value.reshape(-1),
+            self.is_leaf.reshape(-1),
+            start.reshape(1, -1),
+        )
 
     def contributions(self, row: np.ndarray) -> dict[str, float]:
         """Each feature's share of one row's score (Saabas: value change at each split)."""

@@ -96,6 +96,7 @@ class Searcher:
                     if embedder is not None:
                         with self._threads.torch():
                             retrieve.embed_query(embedder, "warm up")
+                        self.sources.vector_matrix(category)  # the vectors, in memory
                 self._threads.rescan()
             if self.cfg.search.rerank:  # the cross-encoder too (a missing one warns per query)
                 from llmc.models.reranker import reranker_from_config

@@ -1,7 +1,8 @@
 """Retrievers: each turns the query into one ranked list of span ids for one category.
 
 - ``bm25``: tantivy BM25 over code-aware tokens (``LexicalIndex.search``).
-- ``dense``: sqlite-vec cosine KNN of the query embedding (``Store.knn``).
+- ``dense``: exact cosine KNN of the query embedding over the category's vectors, kept
+  warm in memory (``Sources.knn`` over ``llmc.store.vectors.VectorMatrix``).
 - ``definitions`` / ``file_spans``: the exact-symbol and exact-path fast paths, plain
   indexed SQLite lookups of the names and paths the query mentions.
 
@@ -11,7 +12,7 @@ Errors of the stores are wrapped into StoreError where they enter.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from llmc.errors import StoreError
@@ -25,6 +26,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from llmc.models.embedder import Embedder
     from llmc.store.db import Store
     from llmc.store.lexical import LexicalIndex
+
+# (category, query vector, k) → [(span id, cosine similarity)], best first
+Knn = Callable[[str, "np.ndarray", int], list[tuple[int, float]]]
 
 # Definitions first, code before docs: the order of an exact-symbol answer.
 _KIND_ORDER = {"class": 0, "function": 0, "method": 0, "module": 1, "section": 2}
@@ -56,11 +60,12 @@ def bm25(
     )
 
 
-def dense(store: Store, vector: np.ndarray, category: str, depth: int) -> RankedList:
-    """The ``depth`` nearest spans of ``category`` by cosine similarity."""
+def dense(knn: Knn, vector: np.ndarray, category: str, depth: int) -> RankedList:
+    """The ``depth`` nearest spans of ``category`` by cosine similarity; ``knn`` answers
+    (``Sources.knn``: the warm matrix; ``Store.knn``: sqlite-vec)."""
     started = time.perf_counter()
     try:
-        hits = store.knn(category, vector, depth)
+        hits = knn(category, vector, depth)
     except Exception as e:  # sqlite3 / sqlite-vec errors have no common base
         raise StoreError(f"vector search failed: {e}") from e
     return RankedList(
@@ -136,6 +141,7 @@ def exact_list(spans: Sequence[StoredSpan]) -> RankedList:
 
 
 __all__ = [
+    "Knn",
     "bm25",
     "definitions",
     "dense",

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from llmc.models.reranker import Reranker
     from llmc.store.db import Store
     from llmc.store.lexical import LexicalIndex
+    from llmc.store.vectors import VectorMatrix
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ class Sources:
         self.dense_off: dict[str, str] = {}  # category → why dense search is off
         self.dense_empty: set[str] = set()  # categories with no vector yet (backfill)
         self._vectors: tuple[int, tuple, Coverage] | None = None  # data_version, spaces, cov
+        self._matrices: dict[str, VectorMatrix] = {}  # category → its vectors, warm
         self._path_cache: dict[int, str] = {}
         self._spans: dict[int, StoredSpan] = {}  # this query's hydrated spans
 
@@ -101,6 +103,7 @@ class Sources:
             self._store.close()
         self._store = None
         self.lexical = None
+        self._matrices = {}
 
     def begin_query(self, cfg: Config) -> None:
         """A new query (with the config it runs under): forget the last query's spans."""
@@ -248,6 +251,22 @@ class Sources:
                 with self.threads.torch():
                     trace.query_vectors[embedder.model_id] = retrieve.embed_query(embedder, text)
         return trace.query_vectors[embedder.model_id]
+
+    def knn(self, category: str, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The ``k`` nearest spans of ``category``: [(span id, cosine similarity)], best
+        first. Exact, over the category's vectors kept in memory; the first call reads
+        them, later ones read only what an index run or backfill committed since."""
+        return self.vector_matrix(category).knn(vector, k)
+
+    def vector_matrix(self, category: str) -> VectorMatrix:
+        """``category``'s vectors in memory, brought up to date with the store."""
+        from llmc.store.vectors import VectorMatrix
+
+        matrix = self._matrices.get(category)
+        if matrix is None:
+            matrix = self._matrices[category] = VectorMatrix(category)
+        matrix.sync(self.store)
+        return matrix
 
     def embed_passages(self, category: str, texts: Sequence[str]) -> np.ndarray | None:
         """Texts embedded as passages of ``category`` (HyDE's hypotheses), or None."""

@@ -463,6 +463,17 @@ class Store:
         ).fetchall()
         return [(r[0], 1.0 - float(r[1])) for r in rows]
 
+    def vector_ids(self, category: str) -> np.ndarray:
+        """The span ids of ``category`` that have a vector, ascending (int64); read from
+        sqlite-vec's rowid table, without the vectors (the vec table when that is absent)."""
+        table = VEC_TABLES[category]
+        if not self._table_exists(table):
+            return np.zeros(0, dtype=np.int64)
+        source = f"{table}_rowids" if self._table_exists(f"{table}_rowids") else table
+        column = "rowid" if source != table else "span_id"
+        rows = self.conn.execute(f"SELECT {column} FROM {source} ORDER BY 1").fetchall()
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
     def vectors(self, category: str, ids: Sequence[int]) -> dict[int, np.ndarray]:
         """The stored vectors of span ids of ``category`` (ids without one are left out)."""
         table = VEC_TABLES[category]
