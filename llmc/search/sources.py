@@ -74,6 +74,7 @@ class Sources:
         self.dense_empty: set[str] = set()  # categories with no vector yet (backfill)
         self._vectors: tuple[int, tuple, Coverage] | None = None  # data_version, spaces, cov
         self._matrices: dict[str, VectorMatrix] = {}  # category → its vectors, warm
+        self._queries = 0  # queries begun: the first one leaves the vectors on disk
         self._path_cache: dict[int, str] = {}
         self._spans: dict[int, StoredSpan] = {}  # this query's hydrated spans
 
@@ -109,6 +110,7 @@ class Sources:
         """A new query (with the config it runs under): forget the last query's spans."""
         self.cfg = cfg
         self._spans = {}
+        self._queries += 1
 
     def freshness(self, trace: Trace) -> None:
         """Revisit open's decisions after an index run; warn about stale or missing parts."""
@@ -254,8 +256,15 @@ class Sources:
 
     def knn(self, category: str, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The ``k`` nearest spans of ``category``: [(span id, cosine similarity)], best
-        first. Exact, over the category's vectors kept in memory; the first call reads
-        them, later ones read only what an index run or backfill committed since."""
+        first. Exact, over the category's vectors kept in memory (``vector_matrix``).
+
+        Except in the first query of a Searcher that was not warmed (``Searcher.warm``
+        loads the vectors): one sqlite-vec scan costs less than loading them all, and a
+        one-shot `llmc search` asks no second question. The two agree to float32 rounding
+        (sqlite-vec sums in another order), which can swap two spans whose similarities
+        differ in the 7th digit, not more."""
+        if category not in self._matrices and self._queries <= 1:
+            return self.store.knn(category, vector, k)
         return self.vector_matrix(category).knn(vector, k)
 
     def vector_matrix(self, category: str) -> VectorMatrix:

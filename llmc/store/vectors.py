@@ -155,7 +155,7 @@ def _locations(store: Store, category: str) -> tuple[np.ndarray, np.ndarray | No
             f"SELECT rowid, chunk_id, chunk_offset FROM {table}_rowids ORDER BY rowid"
         ).fetchall()
         arr = np.array(rows, dtype=np.int64).reshape(-1, 3)
-        return arr[:, 0].copy(), arr[:, 1:].copy()
+        return np.ascontiguousarray(arr[:, 0]), np.ascontiguousarray(arr[:, 1:])
     return store.vector_ids(category), None
 
 
@@ -197,10 +197,13 @@ def _read(
 def _read_chunks(store: Store, table: str, places: np.ndarray, dim: int) -> np.ndarray | None:
     """Rows at (chunk id, offset) ``places``, from the chunk blobs; None if one is missing
     or not ``dim`` float32s per slot."""
-    chunks = np.unique(places[:, 0])
     out = np.empty((places.shape[0], dim), dtype=np.float32)
-    for start in range(0, chunks.size, 100):
-        part = chunks[start : start + 100].tolist()
+    order = np.lexsort((places[:, 1], places[:, 0]))  # by chunk, then offset
+    by_chunk = places[order]
+    chunks, starts = np.unique(by_chunk[:, 0], return_index=True)
+    ends = np.append(starts[1:], by_chunk.shape[0])
+    for first in range(0, chunks.size, 64):
+        part = chunks[first : first + 64].tolist()
         marks = ",".join("?" * len(part))
         blobs = dict(
             store.conn.execute(
@@ -208,24 +211,29 @@ def _read_chunks(store: Store, table: str, places: np.ndarray, dim: int) -> np.n
                 part,
             ).fetchall()
         )
-        for chunk in part:
+        for j, chunk in enumerate(part, start=first):
             blob = blobs.get(chunk)
             if blob is None or len(blob) % (4 * dim):
                 return None
             block = np.frombuffer(blob, dtype=np.float32).reshape(-1, dim)
-            here = places[:, 0] == chunk
-            offsets = places[here, 1]
-            if offsets.size and offsets.max() >= block.shape[0]:
+            offsets = by_chunk[starts[j] : ends[j], 1]
+            if offsets[-1] >= block.shape[0]:
                 return None
-            out[here] = block[offsets]
+            out[order[starts[j] : ends[j]]] = block[offsets]
     return out
 
 
 def _agrees(store: Store, category: str, ids: np.ndarray, rows: np.ndarray) -> bool:
-    """A few rows read from the chunks equal what the virtual table returns for them."""
-    picks = np.unique(np.linspace(0, ids.size - 1, _SPOT_CHECKS).astype(np.int64))
-    found = store.vectors(category, [int(ids[p]) for p in picks])
-    return all(int(ids[p]) in found and np.array_equal(found[int(ids[p])], rows[p]) for p in picks)
+    """A few rows read from the chunks equal what the virtual table returns for them
+    (point lookups: an ``IN`` list would scan the whole vec table)."""
+    table = VEC_TABLES[category]
+    for p in np.unique(np.linspace(0, ids.size - 1, _SPOT_CHECKS).astype(np.int64)).tolist():
+        row = store.conn.execute(
+            f"SELECT embedding FROM {table} WHERE span_id = ?", (int(ids[p]),)
+        ).fetchone()
+        if row is None or not np.array_equal(np.frombuffer(row[0], dtype=np.float32), rows[p]):
+            return False
+    return True
 
 
 __all__ = ["VectorMatrix"]

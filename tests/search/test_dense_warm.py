@@ -1,6 +1,7 @@
 """Dense search from the vectors kept in memory (``Sources.knn`` over
-``llmc.store.vectors.VectorMatrix``): the same answers as sqlite-vec's KNN, and it follows
-the index when another process reindexes. Real model, fixture repo."""
+``llmc.store.vectors.VectorMatrix``): the same answers as sqlite-vec's KNN (which a
+Searcher's first query uses when it was not warmed), and it follows the index when another
+process reindexes. Real model, fixture repo."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def answer(response) -> list[tuple]:
 def test_same_results_as_sqlite_vec_knn(indexed_repo) -> None:
     cfg = load_config(indexed_repo)
     with Searcher(indexed_repo, cfg) as warm, Searcher(indexed_repo, cfg) as scan:
+        warm.warm()  # the vectors in memory from the first query on
         scan.sources.knn = lambda category, vector, k: scan.sources.store.knn(category, vector, k)
         for query in QUERIES:
             a, b = warm.search(query), scan.search(query)
@@ -89,3 +91,12 @@ def test_a_reindex_is_seen_by_a_warm_searcher(repo_copy, isolated_env) -> None:
         live = set(s.sources.store.vector_ids(CODE).tolist())
         vector = s.sources.query_vector(query, CODE, _trace())
         assert {i for i, _ in s.sources.knn(CODE, vector, 1000)} == live
+
+
+def test_a_one_shot_searcher_answers_like_a_warm_one(indexed_repo) -> None:
+    cfg = load_config(indexed_repo)
+    with Searcher(indexed_repo, cfg) as warm:
+        warm.warm()
+        for query in QUERIES:
+            with Searcher(indexed_repo, cfg) as once:
+                assert answer(once.search(query)) == answer(warm.search(query)), query
