@@ -188,10 +188,25 @@ def _read(
         if rows is not None and _agrees(store, category, ids, rows):
             return ids, rows
         log.debug("%s: shadow tables disagree; reading through the virtual table", category)
-    found = store.vectors(category, ids.tolist())
+    found = _virtual_table_read(store, category, ids)
     got = np.array([i for i in ids.tolist() if i in found], dtype=np.int64)
     rows = np.stack([found[int(i)] for i in got]) if got.size else np.zeros((0, dim))
     return got, np.asarray(rows, dtype=np.float32).reshape(-1, dim)
+
+
+def _virtual_table_read(store: Store, category: str, ids: np.ndarray) -> dict[int, np.ndarray]:
+    """The vectors of ``ids`` through the virtual table: by id lists for a few (~0.2 ms a
+    vector), by one scan of the table for many (~0.03 ms a row, however few are wanted)."""
+    table = VEC_TABLES[category]
+    total = int(store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    if ids.size * 6 < total:
+        return store.vectors(category, ids.tolist())
+    wanted = set(ids.tolist())
+    return {
+        int(i): np.frombuffer(blob, dtype=np.float32)
+        for i, blob in store.conn.execute(f"SELECT span_id, embedding FROM {table}")
+        if i in wanted
+    }
 
 
 def _read_chunks(store: Store, table: str, places: np.ndarray, dim: int) -> np.ndarray | None:

@@ -113,6 +113,13 @@ def test_unknown_layout_reads_through_the_virtual_table(stores, monkeypatch) -> 
     assert slow.places is None
     assert np.array_equal(slow.ids, fast.ids)
     assert np.array_equal(slow.matrix, fast.matrix)
+    write(writer, "b.py", [unit(rng) for _ in range(2)])  # a few new: looked up by id
+    slow.sync(reader)
+    monkeypatch.undo()
+    fast.sync(reader)
+    assert len(slow) == 32
+    assert np.array_equal(slow.ids, fast.ids)
+    assert np.array_equal(slow.matrix, fast.matrix)
 
 
 def test_no_vector_table_finds_nothing(tmp_path) -> None:
