@@ -145,6 +145,52 @@ def test_shipped_model_loads() -> None:
     assert scores.shape == (2,) and np.isfinite(scores).all()
 
 
+def walk(model, row: np.ndarray) -> float:
+    """One row through every tree, node by node: the tree walk by the book."""
+    total = 0.0
+    for t in range(model.trees):
+        node = 0
+        while not model.is_leaf[t, node]:
+            go_left = float(row[model.feature[t, node]]) <= model.threshold[t, node]
+            node = int(model.left[t, node] if go_left else model.right[t, node])
+        total += float(model.value[t, node])
+    return total
+
+
+def test_shipped_model_predicts_as_the_trees_walk() -> None:
+    model = load_model("default")
+    rng = np.random.default_rng(0)
+    x = rng.normal(0, 3, size=(64, len(FEATURES))).astype(np.float32)
+    x[:, ::2] = np.round(x[:, ::2])  # many values on the thresholds' grid
+    x[:8] = 0.0
+    assert model.predict(x) == pytest.approx([walk(model, r) for r in x], abs=1e-9)
+
+
+def test_pool_span_columns_are_span_row() -> None:
+    """build_pool fills the span, path and overlap columns column-wise from per-span
+    values it remembers: they must be exactly what span_row says, for every span."""
+    from llmc.search.features import span_row
+
+    metas = {
+        1: SpanMeta(1, "src/shop/cart.py", "code", "method", "apply", "Cart.apply", 3, 9, 0),
+        2: SpanMeta(
+            2, "tests/test_cart.py", "code", "function", "test_apply", "test_apply", 1, 1, 2
+        ),
+        3: SpanMeta(3, "docs/guide/README.md", "doc", "section", "Discount codes", "", 5, 40, 1),
+        4: SpanMeta(4, "types/index.d.ts", "code", "block", "", "", 10, 300, 0),
+    }
+    lists = [RankedList("bm25", "code", tuple(Hit(i, 10.0 - i) for i in (1, 2, 3, 4, 5)))]
+    for text in ("apply a discount code in the cart", "???", "readme guide"):
+        query = QueryInfo(text, decision())
+        for _ in range(2):  # the second time from what was remembered
+            pool = build_pool(lists, query, metas)
+            for i, span_id in enumerate(pool.span_ids):
+                want = span_row(metas.get(span_id), query.words)
+                for name in FEATURES:
+                    if name.startswith(("span:", "path:", "overlap:")):
+                        assert pool.matrix[i, COL[name]] == np.float32(want.get(name, 0.0))
+
+
 @pytest.fixture(scope="module")
 def learned(indexed_repo):
     cfg = copy.deepcopy(load_config(indexed_repo))
