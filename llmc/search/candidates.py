@@ -128,6 +128,7 @@ def run_hyde(
             lexical=sources.lexical if scfg.bm25 else None,
             embed=sources.embed_passages,
             depth=max(scfg.dense_depth, scfg.bm25_depth, k),
+            knn=sources.knn,
         )
     for note in outcome.notes:
         trace.note("hyde", note)

@@ -70,6 +70,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from llmc.models.llm import LLM
+    from llmc.search.retrieve import Knn
     from llmc.store.db import Store
     from llmc.store.lexical import LexicalIndex
 
@@ -123,7 +124,10 @@ class HydeStage:
         lexical: LexicalIndex | None,
         embed: Embed,
         depth: int,
+        knn: Knn | None = None,
     ) -> Outcome:
+        """``knn`` answers the hypotheses' KNN searches (``Sources.knn``: the vectors in
+        memory); without it, ``store.knn`` (sqlite-vec) does."""
         started = time.perf_counter()
         lists = list(lists)
         try:
@@ -147,7 +151,7 @@ class HydeStage:
             return Outcome(lists, report, tuple(warnings), tuple(notes))
         if why:
             notes.append(why)
-        added, steps = self._dense_lists(store, embed, hyps, depth, notes, warnings)
+        added, steps = self._dense_lists(knn or store.knn, embed, hyps, depth, notes, warnings)
         expansion: dict[str, float] = {}
         if self.cfg.hyde.rocchio and lexical is not None:
             try:
@@ -257,7 +261,7 @@ class HydeStage:
     # -- dense -------------------------------------------------------------------------------
     def _dense_lists(
         self,
-        store: Store,
+        knn: Knn,
         embed: Embed,
         hyps: Sequence[Hypothesis],
         depth: int,
@@ -272,7 +276,7 @@ class HydeStage:
             category = ROUTE_CATEGORY[route]
             texts = [hyp.text for hyp in hyps if hyp.route == route]
             try:
-                ranked, step = self._dense(store, embed, category, texts, depth)
+                ranked, step = self._dense(knn, embed, category, texts, depth)
             except LlmcError as e:
                 warnings.append(f"hyde dense search of {category} skipped: {e}")
                 continue
@@ -290,7 +294,7 @@ class HydeStage:
         return added, steps
 
     def _dense(
-        self, store: Store, embed: Embed, category: str, texts: Sequence[str], depth: int
+        self, knn: Knn, embed: Embed, category: str, texts: Sequence[str], depth: int
     ) -> tuple[RankedList, ThresholdStep | None]:
         """One ``hyde.<category>`` list: each hypothesis's KNN hits at the effective
         threshold, merged by best cosine. (Searching the mean of the hypotheses' and the
@@ -305,7 +309,7 @@ class HydeStage:
         per_hyp: list[list[tuple[int, float]]] = []
         for vector in vectors:
             try:
-                per_hyp.append(store.knn(category, vector, depth))
+                per_hyp.append(knn(category, vector, depth))
             except Exception as e:  # sqlite3 / sqlite-vec errors have no common base
                 raise StoreError(f"vector search failed: {e}") from e
         best = max((s for hits in per_hyp for _, s in hits), default=None)

@@ -49,7 +49,8 @@ def test_step_down_with_a_single_threshold():
 
 
 class FakeStore:
-    """``knn`` answers per query vector (its first component picks the answer)."""
+    """``knn`` answers per query vector (its first component picks the answer); the stage
+    is handed the bound method, as the pipeline hands it ``Sources.knn``."""
 
     def __init__(self, answers):
         self.answers = answers
@@ -73,7 +74,7 @@ def test_dense_list_keeps_hits_at_the_effective_threshold_merged_by_best_cosine(
         return np.array([[0.0, 1.0], [1.0, 0.0]], dtype=np.float32)
 
     stage = HydeStage(Path("/nonexistent"), Config())
-    ranked, step = stage._dense(store, embed, "doc", ["first", "second"], depth=50)
+    ranked, step = stage._dense(store.knn, embed, "doc", ["first", "second"], depth=50)
     # best 0.58: nothing at 0.7 or 0.6, so 0.5 after two steps; span 2 at its best cosine
     assert (step.threshold, step.steps, step.best) == (0.5, 2, 0.58)
     assert ranked.name == "hyde.doc"
@@ -86,14 +87,14 @@ def test_dense_list_is_empty_when_nothing_reaches_the_minimum():
     store = FakeStore({0: [(1, 0.25), (2, 0.1)]})
     stage = HydeStage(Path("/nonexistent"), Config())
     ranked, step = stage._dense(
-        store, lambda c, t: np.zeros((1, 2), np.float32), "code", ["h"], depth=10
+        store.knn, lambda c, t: np.zeros((1, 2), np.float32), "code", ["h"], depth=10
     )
     assert ranked.hits == () and step.threshold is None and step.steps == 4 and step.best == 0.25
 
 
 def test_dense_off_gives_no_list_and_no_step():
     stage = HydeStage(Path("/nonexistent"), Config())
-    ranked, step = stage._dense(FakeStore({}), lambda c, t: None, "code", ["h"], depth=10)
+    ranked, step = stage._dense(FakeStore({}).knn, lambda c, t: None, "code", ["h"], depth=10)
     assert ranked.hits == () and step is None
 
 
@@ -102,7 +103,7 @@ def test_configured_thresholds_are_used():
     cfg.hyde.initial_threshold, cfg.hyde.threshold_step, cfg.hyde.min_threshold = 0.5, 0.2, 0.1
     store = FakeStore({0: [(7, 0.2), (8, 0.05)]})
     ranked, step = HydeStage(Path("/x"), cfg)._dense(
-        store, lambda c, t: np.zeros((1, 2), np.float32), "code", ["h"], depth=5
+        store.knn, lambda c, t: np.zeros((1, 2), np.float32), "code", ["h"], depth=5
     )
     assert (step.threshold, step.steps) == (0.1, 2)  # 0.5, 0.3, 0.1
     assert [h.span_id for h in ranked.hits] == [7]
