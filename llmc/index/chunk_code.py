@@ -67,16 +67,37 @@ _QUALIFIED_NAME = re.compile(r"^[\w$]+(?:(?:\.|::|:)[\w$]+)+$")
 _local = threading.local()
 
 
-# tree-sitter-yaml's scanner crashes the process (SIGSEGV, not an exception) on block
-# sequences nested some hundreds deep ("- - - - ..."; tomlkit's TOML test suite has a
-# 2 KB one). Such a file is data, not something to find definitions in: line windows.
-_YAML_TOO_DEEP = re.compile(r"(?:-[ \t]+){64}")
+# tree-sitter-yaml's scanner crashes the process (SIGSEGV, not an exception) on blocks
+# nested some hundreds deep: measured, block mappings or sequences 300 levels deep crash it,
+# 250 do not (its indent stack outgrows the scanner's 1 KB state buffer). tomlkit's TOML
+# test suite has a 2 KB "- - - - ..." file and a 1 MB mapping nested 1,000 deep. Such a file
+# is data, not something to find definitions in: it is cut into line windows.
+_YAML_MAX_DEPTH = 128
+_YAML_DASHES = re.compile(r"(?:-[ \t]+)+")
+
+
+def yaml_too_deep(text: str, limit: int = _YAML_MAX_DEPTH) -> bool:
+    """True when the YAML's block nesting (indentation levels, plus the compact ``- - x``
+    sequences that open a level each on one line) exceeds ``limit``."""
+    stack: list[int] = []
+    for line in text.splitlines():
+        body = line.lstrip(" ")
+        if not body or body.startswith("#"):
+            continue
+        indent = len(line) - len(body)
+        while stack and stack[-1] >= indent:
+            stack.pop()
+        stack.append(indent)
+        dashes = _YAML_DASHES.match(body)
+        if len(stack) + (dashes.group().count("-") if dashes else 0) > limit:
+            return True
+    return False
 
 
 def code_spans(ctx: Ctx, text: str, trees: dict[str, Tree] | None = None) -> list[Span]:
     """The spans of ``ctx``'s file, parsed with its language's grammar; with ``trees``, the
     parse is left there under its grammar's name for the graph's extraction to reuse."""
-    if ctx.lang == "yaml" and _YAML_TOO_DEEP.search(text):
+    if ctx.lang == "yaml" and yaml_too_deep(text):
         raise ValueError("YAML nested too deep for the grammar")
     tree, src = _parse(ctx.lang, text)
     if trees is not None:

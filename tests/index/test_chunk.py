@@ -6,6 +6,7 @@ is exactly lines start_line..end_line of the file.
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 
@@ -994,3 +995,37 @@ def test_yaml_nested_too_deep_for_the_grammar_is_windows_not_a_crash():
     spans = chunk_file("tests/values/nested-1000.yaml", text, "yaml", "code", IndexConfig())
     assert [s.kind for s in spans] == ["window"]
     assert spans[0].start_line == 1 and spans[0].end_line == 2
+
+
+def _nested_mapping(depth: int) -> str:
+    return "".join("  " * i + "key:\n" for i in range(depth)) + "  " * depth + "value\n"
+
+
+def test_yaml_mapping_nested_too_deep_is_windows_in_an_index_run(tmp_path):
+    """tree-sitter-yaml segfaults on block mappings ~300 deep (tomlkit's test suite has one
+    1,000 deep): `llmc index` must cut such a file into windows and index the rest. Run as
+    its own process, so that a regression fails this test instead of killing the suite."""
+    import json
+    import subprocess
+    import sys
+
+    (tmp_path / "deep.yaml").write_text(_nested_mapping(400), encoding="utf-8")
+    (tmp_path / "ok.py").write_text("def fine():\n    return 1\n", encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "llmc", "index", str(tmp_path), "--no-vectors", "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "LLMC_NO_DAEMON": "1"},
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert report["files_indexed"] == 2
+    assert report["spans_by_kind"].get("window", 0) >= 1
+    assert report["spans_by_kind"].get("function") == 1
+
+
+def test_yaml_nested_within_the_grammars_reach_is_still_parsed():
+    text = _nested_mapping(40)
+    spans = chunk_file("config/deep.yaml", text, "yaml", "code", IndexConfig())
+    assert spans and "window" not in {s.kind for s in spans}
