@@ -19,7 +19,9 @@ Memory: 4 bytes per dimension per vector (384-d: ~1.5 KiB a span, ~60 MiB for 40
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -58,6 +60,11 @@ class VectorMatrix:
         version = store.data_version()
         if version == self._version:
             return
+        with _snapshot(store):  # ids, slots and vectors from one state of the database
+            self._follow(store)
+        self._version = version
+
+    def _follow(self, store: Store) -> None:
         space = store.vector_space(self.category)
         dim = space.dim if space is not None else 0
         if space != self._space:  # another model: nothing loaded so far is of use
@@ -93,7 +100,6 @@ class VectorMatrix:
                 self.table, len(self), new_ids.size, int((~keep).sum()),
             )  # fmt: skip
         self.places = None if places is None else places[np.searchsorted(ids, self.ids)]
-        self._version = version
 
     def _set(self, ids: np.ndarray, rows: np.ndarray) -> None:
         self.ids = np.ascontiguousarray(ids, dtype=np.int64)
@@ -144,6 +150,22 @@ class VectorMatrix:
 # table; any other layout is read through the virtual table.
 _KNOWN_LAYOUT = (0, 1)  # sqlite-vec major, minor whose shadow tables we read
 _SPOT_CHECKS = 3
+
+
+@contextlib.contextmanager
+def _snapshot(store: Store) -> Iterator[None]:
+    """One read transaction: every read inside sees the same commit (a backfill chunk
+    committed halfway would otherwise pair new slots with old ids)."""
+    conn = store.conn
+    if conn.in_transaction:  # already in one (a writer's connection): read within it
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if conn.in_transaction:  # a failed read may have ended it already
+            conn.execute("COMMIT")
 
 
 def _locations(store: Store, category: str) -> tuple[np.ndarray, np.ndarray | None]:
