@@ -46,6 +46,22 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 
+# Bump when the chunker cuts the same text into other spans (definitions newly found, other
+# boundaries): an index made by another chunker version, or with other span settings, is
+# re-chunked on its next run (content hashes alone would keep its old spans forever).
+# 2: JavaScript functions assigned to members and object-literal methods are definitions.
+CHUNKER_VERSION = 2
+CHUNK_POLICY_KEY = "index.chunk_policy"
+
+
+def chunk_policy(cfg: IndexConfig) -> str:
+    """What the spans of an unchanged file depend on besides its text."""
+    return (
+        f"v{CHUNKER_VERSION};max_span_lines={cfg.max_span_lines};"
+        f"overlap={cfg.span_overlap_lines};window={cfg.window_lines}"
+    )
+
+
 def chunk_file(
     path: str,
     text: str,
@@ -97,4 +113,11 @@ def _dispatch(
     return windows(ctx)
 
 
-__all__ = ["PARAGRAPH_LINES", "chunk_file", "split_lines"]
+__all__ = [
+    "CHUNKER_VERSION",
+    "CHUNK_POLICY_KEY",
+    "PARAGRAPH_LINES",
+    "chunk_file",
+    "chunk_policy",
+    "split_lines",
+]

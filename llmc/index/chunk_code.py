@@ -275,6 +275,8 @@ def _collect_defs(query: Any, root: Node) -> list[_Def]:
         if caps.get("scope"):
             receiver = _split_name(_text(caps["scope"][0]))
             scope = [*receiver[1], receiver[0]] if receiver[0] else []
+            # JS `Foo.prototype.bar = function`: a method of Foo, as a class would name it
+            scope = [s.removesuffix(".prototype") for s in scope if s != "prototype"]
         if role in _FUNCTION_ROLES:
             role = "function"
         elif role != "module":

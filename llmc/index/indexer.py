@@ -29,6 +29,7 @@ from llmc.config import Config
 from llmc.errors import LlmcError, StoreError
 from llmc.index import derived
 from llmc.index.backfill import Backfill, Coverage, coverage
+from llmc.index.chunk import CHUNK_POLICY_KEY, chunk_policy
 from llmc.index.chunk_pool import ChunkPool
 from llmc.index.generated import SKIP_POLICY_KEY, Detector
 from llmc.index.progress import (
@@ -343,12 +344,18 @@ class Indexer:
         # Other skip rules than the index was built with (generated.py): read every file again
         policy = Detector(self.cfg.index).policy
         recheck = store.get_meta(SKIP_POLICY_KEY) != policy
-        changed, unchanged = self._diff(walked.files, known, full or recheck)
+        # Another chunker version or span settings: cut every file again (vectors are
+        # cached by text, so unchanged spans are not embedded again)
+        cutting = chunk_policy(self.cfg.index)
+        rechunk = bool(known) and store.get_meta(CHUNK_POLICY_KEY) != cutting
+        if rechunk:
+            self.progress.note("the chunker or span settings changed: re-chunking every file")
+        changed, unchanged = self._diff(walked.files, known, full or recheck or rechunk)
         summary.files_unchanged = len(unchanged)
         spaces = self._usable_spaces(store, summary)
         clock = lap(summary, "walk", clock)
         parsed = self._parse(
-            changed, known, summary, full, store=store, recheck=recheck, graph=True
+            changed, known, summary, full or rechunk, store=store, recheck=recheck, graph=True
         )
         clock = lap(summary, "parse", clock)
         walked_paths = {f.path for f in walked.files} - {s.path for s in summary.skipped}
@@ -362,6 +369,8 @@ class Indexer:
             lap(summary, "graph", clock)
             if recheck:  # recorded once the changes are committed: a crash rechecks
                 store.set_meta(SKIP_POLICY_KEY, policy)
+            if store.get_meta(CHUNK_POLICY_KEY) != cutting:
+                store.set_meta(CHUNK_POLICY_KEY, cutting)
             self._totals(store, summary)
             return summary
 
@@ -390,6 +399,8 @@ class Indexer:
         store.set_meta("indexed_at", str(time.time()))
         if recheck:
             store.set_meta(SKIP_POLICY_KEY, policy)
+        if store.get_meta(CHUNK_POLICY_KEY) != cutting:
+            store.set_meta(CHUNK_POLICY_KEY, cutting)
         self._totals(store, summary)
         self._check()
         return summary

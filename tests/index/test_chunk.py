@@ -116,7 +116,7 @@ JAVASCRIPT_SPANS = [
     ("method", "greet", "Greeter.greet", 9, 12),
     ("function", "helper", "helper", 15, 17),
     ("function", "arrow", "arrow", 19, 19),
-    ("block", "sample", "sample", 20, 20),
+    ("function", "m", "m", 20, 20),  # an object literal's method
 ]
 
 TYPESCRIPT_SRC = """\
@@ -1029,3 +1029,44 @@ def test_yaml_nested_within_the_grammars_reach_is_still_parsed():
     text = _nested_mapping(40)
     spans = chunk_file("config/deep.yaml", text, "yaml", "code", IndexConfig())
     assert spans and "window" not in {s.kind for s in spans}
+
+
+def test_javascript_functions_assigned_to_members_and_object_literal_methods_are_definitions():
+    """express's `res.send = function send(...)` and koa's `module.exports = { get header()
+    {...} }` are where their documented functions live: each is a span named after it."""
+    src = (
+        "var res = module.exports = {};\n"
+        "\n"
+        "res.status = function status(code) {\n"
+        "  this.statusCode = code;\n"
+        "  return this;\n"
+        "};\n"
+        "\n"
+        "Router.prototype.use = function use(fn) {\n"
+        "  this.stack.push(fn);\n"
+        "};\n"
+        "\n"
+        "exports.parse = (str) => str.split(',');\n"
+        "\n"
+        "module.exports = {\n"
+        "  get header() {\n"
+        "    return this.res.getHeaders();\n"
+        "  },\n"
+        "  toJSON: function () {\n"
+        "    return {};\n"
+        "  },\n"
+        "};\n"
+        "\n"
+        "function outer() {\n"
+        "  const o = { inner() { return 2; } };\n"
+        "  return o;\n"
+        "}\n"
+    )
+    spans = chunk("lib/response.js", src, "javascript")
+    named = {(s.qualname, s.start_line, s.end_line) for s in spans if s.kind != "block"}
+    assert ("res.status", 3, 6) in named
+    assert ("Router.use", 8, 10) in named  # `.prototype` is how JS spells a method
+    assert ("exports.parse", 12, 12) in named
+    assert ("header", 15, 17) in named and ("toJSON", 18, 20) in named
+    assert ("outer", 23, 26) in named
+    assert not any(q == "inner" for q, _, _ in named)  # inside a function: part of its span

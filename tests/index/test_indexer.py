@@ -273,3 +273,35 @@ def test_unchanged_skipped_files_are_not_read_again(tmp_path, monkeypatch):
     changed = run_index(root)
     assert reads == ["e.py"] and changed["files_indexed"] == 1
     assert changed["skipped_by_reason"] == {"binary": 1}
+
+
+def test_an_index_cut_by_another_chunker_or_span_settings_is_cut_again(tmp_path):
+    """Content hashes alone would keep an old chunker's spans until each file changes:
+    after an upgrade (another chunker version recorded) or a new `index.max_span_lines`,
+    the next run cuts every file again, and embeds only the texts it has not seen."""
+    body = "\n".join(f"    total += {i}" for i in range(60))
+    root = make_repo(
+        tmp_path / "r",
+        {
+            "lib/res.js": "res.status = function status(code) {\n  return code;\n};\n",
+            "calc.py": f"def add_all():\n    total = 0\n{body}\n    return total\n",
+        },
+    )
+    run_index(root, "--no-vectors")
+    store = Store(db_path(root))
+    try:
+        store.set_meta("index.chunk_policy", "v1;an older chunker")
+    finally:
+        store.close()
+    again = run_index(root, "--no-vectors")
+    assert again["files_unchanged"] == 0 and again["files_indexed"] == 2
+    assert ("res.status", 1, 3) in {
+        (s.span.qualname, s.span.start_line, s.span.end_line) for s in spans_of(root)
+    }
+    assert run_index(root, "--no-vectors")["files_unchanged"] == 2  # recorded: once only
+
+    (root / "llmc.toml").write_text("[index]\nmax_span_lines = 30\nspan_overlap_lines = 5\n")
+    cut = run_index(root)
+    assert cut["files_unchanged"] == 0
+    parts = [s.span for s in spans_of(root) if s.span.qualname == "add_all"]
+    assert len(parts) >= 2 and max(p.end_line - p.start_line + 1 for p in parts) <= 30
