@@ -73,12 +73,15 @@ _local = threading.local()
 # test suite has a 2 KB "- - - - ..." file and a 1 MB mapping nested 1,000 deep. Such a file
 # is data, not something to find definitions in: it is cut into line windows.
 _YAML_MAX_DEPTH = 128
-_YAML_DASHES = re.compile(r"(?:-[ \t]+)+")
+# Compact block indicators at a line's start open a level each: "- - x" (sequences),
+# "? ? x" (complex keys) and ": : x" (their values); 300 of any on one line crash it too.
+_YAML_COMPACT = re.compile(r"(?:[-?:][ \t]+)+")
 
 
 def yaml_too_deep(text: str, limit: int = _YAML_MAX_DEPTH) -> bool:
-    """True when the YAML's block nesting (indentation levels, plus the compact ``- - x``
-    sequences that open a level each on one line) exceeds ``limit``."""
+    """True when the YAML's block nesting (indentation levels, plus the compact ``- - x``,
+    ``? ? x`` and ``: : x`` indicators that open a level each on one line) exceeds
+    ``limit``."""
     stack: list[int] = []
     for line in text.splitlines():
         body = line.lstrip(" ")
@@ -88,8 +91,9 @@ def yaml_too_deep(text: str, limit: int = _YAML_MAX_DEPTH) -> bool:
         while stack and stack[-1] >= indent:
             stack.pop()
         stack.append(indent)
-        dashes = _YAML_DASHES.match(body)
-        if len(stack) + (dashes.group().count("-") if dashes else 0) > limit:
+        compact = _YAML_COMPACT.match(body)
+        opened = len(compact.group().split()) if compact else 0
+        if len(stack) + opened > limit:
             return True
     return False
 

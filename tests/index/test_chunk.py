@@ -1001,8 +1001,8 @@ def _nested_mapping(depth: int) -> str:
     return "".join("  " * i + "key:\n" for i in range(depth)) + "  " * depth + "value\n"
 
 
-def test_yaml_mapping_nested_too_deep_is_windows_in_an_index_run(tmp_path):
-    """tree-sitter-yaml segfaults on block mappings ~300 deep (tomlkit's test suite has one
+def test_yaml_nested_too_deep_is_windows_in_an_index_run(tmp_path):
+    """tree-sitter-yaml segfaults on blocks ~300 deep (tomlkit's test suite has a mapping
     1,000 deep): `llmc index` must cut such a file into windows and index the rest. Run as
     its own process, so that a regression fails this test instead of killing the suite."""
     import json
@@ -1010,6 +1010,8 @@ def test_yaml_mapping_nested_too_deep_is_windows_in_an_index_run(tmp_path):
     import sys
 
     (tmp_path / "deep.yaml").write_text(_nested_mapping(400), encoding="utf-8")
+    # compact complex keys open a level each on one line: "? ? ? ... x" crashes it too
+    (tmp_path / "keys.yaml").write_text("key:\n  " + "? " * 400 + "x\n", encoding="utf-8")
     (tmp_path / "ok.py").write_text("def fine():\n    return 1\n", encoding="utf-8")
     proc = subprocess.run(
         [sys.executable, "-m", "llmc", "index", str(tmp_path), "--no-vectors", "--json"],
@@ -1020,8 +1022,8 @@ def test_yaml_mapping_nested_too_deep_is_windows_in_an_index_run(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout)
-    assert report["files_indexed"] == 2
-    assert report["spans_by_kind"].get("window", 0) >= 1
+    assert report["files_indexed"] == 3
+    assert report["spans_by_kind"].get("window", 0) >= 2
     assert report["spans_by_kind"].get("function") == 1
 
 
