@@ -1012,6 +1012,10 @@ def test_yaml_nested_too_deep_is_windows_in_an_index_run(tmp_path):
     (tmp_path / "deep.yaml").write_text(_nested_mapping(400), encoding="utf-8")
     # compact complex keys open a level each on one line: "? ? ? ... x" crashes it too
     (tmp_path / "keys.yaml").write_text("key:\n  " + "? " * 400 + "x\n", encoding="utf-8")
+    # nested string interpolation: Perl's scanner segfaults at ~90, Kotlin's aborts by 3,000
+    interp = '"${' * 3000 + '}"' * 3000
+    (tmp_path / "deep.pl").write_text(f"my $s = {interp};\n", encoding="utf-8")
+    (tmp_path / "Deep.kt").write_text(f"val s = {interp}\n", encoding="utf-8")
     (tmp_path / "ok.py").write_text("def fine():\n    return 1\n", encoding="utf-8")
     proc = subprocess.run(
         [sys.executable, "-m", "llmc", "index", str(tmp_path), "--no-vectors", "--json"],
@@ -1022,9 +1026,15 @@ def test_yaml_nested_too_deep_is_windows_in_an_index_run(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout)
-    assert report["files_indexed"] == 3
-    assert report["spans_by_kind"].get("window", 0) >= 2
+    assert report["files_indexed"] == 5
+    assert report["spans_by_kind"].get("window", 0) >= 4
     assert report["spans_by_kind"].get("function") == 1
+
+
+def test_perl_with_ordinary_nesting_is_still_parsed():
+    text = 'sub greet {\n    my ($name) = @_;\n    return "hi ${name}";\n}\n'
+    spans = chunk_file("lib/Greet.pm", text, "perl", "code", IndexConfig())
+    assert [s.kind for s in spans] != ["window"]
 
 
 def test_yaml_nested_within_the_grammars_reach_is_still_parsed():
