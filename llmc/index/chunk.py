@@ -69,8 +69,11 @@ def chunk_file(
     category: str | None,
     cfg: IndexConfig,
     trees: dict[str, Tree] | None = None,
+    parse: bool = True,
 ) -> list[Span]:
-    """Spans of one file. ``path`` is repo-relative (posix); never raises.
+    """Spans of one file. ``path`` is repo-relative (posix); never raises. Without
+    ``parse``, no grammar runs: code is cut into line windows (a file that crashed the
+    parser before, see ``llmc.index.parse_journal``).
 
     ``lang``/``category`` come from ``detect_language``; ``(None, None)`` (unknown type)
     gives line windows with lang ``"text"``, category CODE. With ``trees``, a tree-sitter
@@ -86,7 +89,7 @@ def chunk_file(
     overlap = min(max(0, int(cfg.span_overlap_lines or 0)), max_lines - 1)
     ctx = Ctx(path, lines, lang or "text", category or CODE, cfg, max_lines, overlap)
     try:
-        spans = _dispatch(ctx, text, lang, category, trees)
+        spans = _dispatch(ctx, text, lang, category, trees, parse)
         if not spans:
             spans = windows(ctx)
     except Exception as e:  # includes RecursionError on absurd nesting
@@ -100,7 +103,12 @@ def chunk_file(
 
 
 def _dispatch(
-    ctx: Ctx, text: str, lang: str | None, category: str | None, trees: dict | None
+    ctx: Ctx,
+    text: str,
+    lang: str | None,
+    category: str | None,
+    trees: dict | None,
+    parse: bool = True,
 ) -> list[Span]:
     if lang == "markdown":
         return markdown_spans(ctx)
@@ -108,7 +116,7 @@ def _dispatch(
         return rst_spans(ctx)
     if lang == "text" or category == DOC:
         return paragraph_spans(ctx)
-    if lang and has_grammar(lang):
+    if parse and lang and has_grammar(lang):
         return code_spans(ctx, text, trees)
     return windows(ctx)
 

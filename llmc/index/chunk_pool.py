@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from llmc.index.parse_journal import ParseJournal, culprits
 
 if TYPE_CHECKING:  # pragma: no cover
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -40,12 +43,18 @@ Chunked = tuple[str | None, str | None, list["Span"], list["Fields"] | None, byt
 
 
 def chunk_one(
-    rel: str, text: str, index_cfg: IndexConfig, fields: bool = False, graph: bool = False
+    rel: str,
+    text: str,
+    index_cfg: IndexConfig,
+    fields: bool = False,
+    graph: bool = False,
+    parse: bool = True,
 ) -> Chunked:
     """A file's language, category and spans (and with ``fields``, each span's lexical
     fields: tokenizing is the other per-span cost before search; with ``graph``, its
     pickled graph facts, from the chunker's own parse); the error's text when chunking
-    fails."""
+    fails. Without ``parse`` (the file crashed a parser before), line windows and, for
+    the graph, facts that say so (the graph must not parse it either)."""
     from llmc.index.chunk import chunk_file
     from llmc.languages import detect_language
 
@@ -53,8 +62,11 @@ def chunk_one(
         first_line = text.split("\n", 1)[0][:200]
         lang, category = detect_language(rel, first_line)
         trees: dict | None = {} if graph else None
-        spans = chunk_file(rel, text, lang, category, index_cfg, trees)
-        facts = _graph_facts(rel, text, lang, category, spans, trees) if graph else None
+        spans = chunk_file(rel, text, lang, category, index_cfg, trees, parse=parse)
+        if graph and not parse:
+            facts = _unparsed_facts(rel, lang, category)
+        else:
+            facts = _graph_facts(rel, text, lang, category, spans, trees) if graph else None
         if not fields:
             return lang, category, spans, None, facts
         from llmc.store.lexical import span_fields
@@ -76,9 +88,31 @@ def _graph_facts(rel: str, text: str, lang, category, spans, trees) -> bytes | N
         return None
 
 
-def _chunk_task(task: tuple[str, str, IndexConfig, bool]) -> Chunked:
-    rel, text, index_cfg, graph = task
-    return chunk_one(rel, text, index_cfg, fields=True, graph=graph)
+def _unparsed_facts(rel: str, lang: str | None, category: str | None) -> bytes:
+    import pickle
+
+    from llmc.graph.model import FileFacts
+
+    cat = "doc" if category == "doc" else "code"
+    facts = FileFacts(rel, lang or "", cat, error="extract: skipped, it crashed a parser")
+    return pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+_worker_journal: ParseJournal | None = None
+
+
+def _chunk_task(task: tuple[str, str, IndexConfig, bool, str | None, bool]) -> Chunked:
+    """One file in a worker, written down in the worker's journal entry while it runs."""
+    global _worker_journal
+    rel, text, index_cfg, graph, journal_dir, parse = task
+    if journal_dir is not None and _worker_journal is None:
+        _worker_journal = ParseJournal(Path(journal_dir))
+    if _worker_journal is not None:
+        _worker_journal.mark(rel)
+    out = chunk_one(rel, text, index_cfg, fields=True, graph=graph, parse=parse)
+    if _worker_journal is not None:
+        _worker_journal.mark(None)
+    return out
 
 
 def _die_with_parent() -> None:
@@ -96,11 +130,21 @@ def _die_with_parent() -> None:
 class ChunkPool:
     """Chunks batches of files, in worker processes when that pays (see the module doc)."""
 
-    def __init__(self, files_expected: int):
+    def __init__(
+        self,
+        files_expected: int,
+        journal_dir: Path | None = None,
+        unparsed: Iterable[str] = (),
+    ):
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
         self.workers = min(cores, MAX_WORKERS)
         self.parallel = self.workers > 1 and files_expected >= PARALLEL_MIN_FILES
         self._executor: ProcessPoolExecutor | None = None
+        # Files that crashed a parser (see llmc.index.parse_journal): windows, not parsed
+        self.journal_dir = journal_dir
+        self.unparsed: set[str] = set(unparsed)
+        self.crashed: dict[str, int] = {}  # found during this run: path -> the dead pid
+        self._journal = ParseJournal(journal_dir) if journal_dir is not None else None
 
     def __enter__(self) -> ChunkPool:
         return self
@@ -112,6 +156,8 @@ class ChunkPool:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
+        if self._journal is not None:
+            self._journal.close()
 
     def chunk(
         self, items: Sequence[tuple[str, str, bool]], index_cfg: IndexConfig
@@ -119,17 +165,43 @@ class ChunkPool:
         """``chunk_one`` of each (path, text, graph facts wanted), in order; workers
         tokenize too."""
         if self.parallel and len(items) > 1:
+            journal = str(self.journal_dir) if self.journal_dir is not None else None
             try:
                 executor = self._start()
-                tasks = [(rel, text, index_cfg, graph) for rel, text, graph in items]
+                tasks = [
+                    (rel, text, index_cfg, graph, journal, rel not in self.unparsed)
+                    for rel, text, graph in items
+                ]
                 yield from list(executor.map(_chunk_task, tasks, chunksize=TASKS_PER_SEND))
                 return
             except Exception as e:  # noqa: BLE001 - a broken pool only costs speed
-                log.info("chunking in worker processes failed (%s); continuing in this one", e)
-                self.close()
-                self.parallel = False
+                self._after_break(e)
         for rel, text, graph in items:
-            yield chunk_one(rel, text, index_cfg, graph=graph)
+            if self._journal is not None:
+                self._journal.mark(rel)
+            yield chunk_one(rel, text, index_cfg, graph=graph, parse=rel not in self.unparsed)
+        if self._journal is not None:
+            self._journal.mark(None)
+
+    def _after_break(self, e: Exception) -> None:
+        """The pool broke: a worker that died mid-file left that file in the journal; it
+        is not parsed again, here or in the rest of the run."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+        self.parallel = False
+        found = culprits(self.journal_dir) if self.journal_dir is not None else {}
+        for rel, pid in found.items():
+            log.warning(
+                "%s: a worker process died while parsing it (pid %d); indexing it as line "
+                "windows, without its grammar",
+                rel,
+                pid,
+            )
+        self.crashed.update(found)
+        self.unparsed.update(found)
+        if not found:
+            log.info("chunking in worker processes failed (%s); continuing in this one", e)
 
     def beside(self, fn: Callable[..., T], *args: Any) -> Future[T] | None:
         """Run ``fn(*args)`` in a worker while this process goes on; None when this pool

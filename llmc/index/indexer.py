@@ -32,6 +32,7 @@ from llmc.index.backfill import Backfill, Coverage, coverage
 from llmc.index.chunk import CHUNK_POLICY_KEY, chunk_policy
 from llmc.index.chunk_pool import ChunkPool
 from llmc.index.generated import SKIP_POLICY_KEY, Detector
+from llmc.index.parse_journal import JOURNAL_DIR, culprits
 from llmc.index.progress import (
     GuardedLock,
     Progress,
@@ -469,7 +470,18 @@ class Indexer:
                     summary.spans_by_kind[s.kind] = summary.spans_by_kind.get(s.kind, 0) + 1
             pending.clear()
 
-        pool = ChunkPool(len(files))
+        journal = None
+        earlier: dict[str, int] = {}
+        if store is not None and not store.readonly:
+            journal = state_dir(self.root) / JOURNAL_DIR
+            earlier = culprits(journal)  # files an earlier run's process died parsing
+            for rel in sorted(earlier):  # a warning: shown with --json too
+                log.warning(
+                    "%s: an earlier `llmc index` died while parsing it (a crash in its "
+                    "grammar?); indexing it as line windows, without the grammar",
+                    rel,
+                )
+        pool = ChunkPool(len(files), journal, earlier)
         if graph:
             self._pool = pool
         try:

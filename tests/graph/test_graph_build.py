@@ -18,6 +18,7 @@ import llmc.graph.build as build
 from llmc.config import GraphConfig
 from llmc.graph import load_graph, update_graph
 from llmc.graph.model import FACTS_FILE, GRAPH_FILE, SCHEMA, SCHEMA_VERSION
+from llmc.index.chunk_pool import ChunkPool
 
 filler = pytest.fixture(name="filler")(filler_factory)
 
@@ -581,9 +582,13 @@ def test_an_index_run_builds_the_graph_from_its_chunk_workers(tmp_path, monkeypa
     run_and_compare()
 
 
-def _two_workers(self, files_expected: int) -> None:
+def _two_workers(self, files_expected: int, *args, **kwargs) -> None:
     """``ChunkPool.__init__`` that uses worker processes even on one core."""
-    self.workers, self.parallel, self._executor = 2, files_expected > 1, None
+    _REAL_POOL_INIT(self, files_expected, *args, **kwargs)
+    self.workers, self.parallel = 2, files_expected > 1
+
+
+_REAL_POOL_INIT = ChunkPool.__init__
 
 
 CYCLE = {  # wildcard imports in a cycle, with a second source for the same name each

@@ -305,3 +305,40 @@ def test_an_index_cut_by_another_chunker_or_span_settings_is_cut_again(tmp_path)
     assert cut["files_unchanged"] == 0
     parts = [s.span for s in spans_of(root) if s.span.qualname == "add_all"]
     assert len(parts) >= 2 and max(p.end_line - p.start_line + 1 for p in parts) <= 30
+
+
+def test_a_run_killed_while_parsing_a_file_leaves_it_to_be_windowed_next_time(tmp_path):
+    """A grammar's C code can kill the process (SIGSEGV) on input nobody tested; so can the
+    OOM killer. The indexer writes down which file it is parsing; the next run cuts that
+    file into line windows instead of parsing it again, says so, and indexes the rest."""
+    big = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(24000))
+    root = make_repo(tmp_path / "r", {"big.py": big, "small.py": "def ok():\n    return 1\n"})
+    journal = root / ".llmc" / "chunking"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "LLMC_NO_DAEMON": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llmc", "index", str(root), "--no-vectors", "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    entry = journal / str(proc.pid)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if entry.read_text() == "big.py":
+                break
+        except OSError:
+            pass
+        time.sleep(0.002)
+    assert proc.poll() is None, "the run ended before it was seen parsing big.py"
+    proc.send_signal(signal.SIGKILL)  # as a segfault would: no exception, no cleanup
+    proc.wait()
+    assert entry.read_text() == "big.py"
+
+    result = CliRunner().invoke(main, ["index", str(root), "--json", "--no-vectors"])
+    assert result.exit_code == 0, result.output
+    assert "big.py: an earlier `llmc index` died while parsing it" in result.stderr
+    spans = spans_of(root)
+    assert {s.span.kind for s in spans if s.span.path == "big.py"} == {"window"}
+    assert any(s.span.qualname == "ok" for s in spans if s.span.path == "small.py")
+    assert not list(journal.iterdir())  # the evidence was used up, and this run left none
