@@ -98,6 +98,32 @@ def _unparsed_facts(rel: str, lang: str | None, category: str | None) -> bytes:
     return pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+def kills_its_parser(rel: str, text: str, index_cfg: IndexConfig) -> bool:
+    """Chunk ``rel`` alone in a child process: True when that process dies of a signal
+    (a crash in native code), False when it finishes or fails in Python."""
+    import pickle
+    import subprocess
+    import sys
+
+    code = (
+        "import pickle, sys\n"
+        "from llmc.index.chunk_pool import chunk_one\n"
+        "rel, text, cfg = pickle.loads(sys.stdin.buffer.read())\n"
+        "chunk_one(rel, text, cfg, graph=True)\n"
+    )
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            input=pickle.dumps((rel, text, index_cfg)),
+            capture_output=True,
+            timeout=300,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        log.info("could not re-check %s alone (%s); treating it as the crash", rel, e)
+        return True
+    return proc.returncode < 0
+
+
 _worker_journal: ParseJournal | None = None
 
 
@@ -175,7 +201,7 @@ class ChunkPool:
                 yield from list(executor.map(_chunk_task, tasks, chunksize=TASKS_PER_SEND))
                 return
             except Exception as e:  # noqa: BLE001 - a broken pool only costs speed
-                self._after_break(e)
+                self._after_break(e, items, index_cfg)
         for rel, text, graph in items:
             if self._journal is not None:
                 self._journal.mark(rel)
@@ -183,14 +209,24 @@ class ChunkPool:
         if self._journal is not None:
             self._journal.mark(None)
 
-    def _after_break(self, e: Exception) -> None:
+    def _after_break(
+        self, e: Exception, items: Sequence[tuple[str, str, bool]], index_cfg: IndexConfig
+    ) -> None:
         """The pool broke: a worker that died mid-file left that file in the journal; it
-        is not parsed again, here or in the rest of the run."""
+        is not parsed again, here or in the rest of the run. The pool ends its other
+        workers when one dies, so each file a dead worker held is a suspect until parsing
+        it alone, in a child process, shows whether it kills its parser."""
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
         self.parallel = False
-        found = culprits(self.journal_dir) if self.journal_dir is not None else {}
+        suspects = culprits(self.journal_dir) if self.journal_dir is not None else {}
+        texts = {rel: text for rel, text, _ in items}
+        found = {
+            rel: pid
+            for rel, pid in suspects.items()
+            if rel not in texts or kills_its_parser(rel, texts[rel], index_cfg)
+        }
         for rel, pid in found.items():
             log.warning(
                 "%s: a worker process died while parsing it (pid %d); indexing it as line "
