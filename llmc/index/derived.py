@@ -85,6 +85,21 @@ def finish(
     if lexical.generation != store.generation:
         store.make_durable()
         lexical.rebuild(store.iter_spans(), store.generation)
+    finish_graph_logged(root, cfg, store, changed, removed, progress, facts, beside)
+
+
+def finish_graph_logged(
+    root: Path,
+    cfg: GraphConfig,
+    store: Store,
+    changed: list[str],
+    removed: list[str],
+    progress: Progress,
+    facts: Mapping[str, bytes] | None = None,
+    beside: Future[GraphStats] | None = None,
+) -> None:
+    """``finish_graph`` as a phase of the run; a failure is one warning (the graph is
+    derived: the index stays usable and the next run rebuilds it)."""
     if not cfg.enabled:
         return
     progress.phase("graph", None)
@@ -117,4 +132,10 @@ def finish_graph(
     update_graph(root, store, changed, removed, store.generation, cfg, facts=facts)
 
 
-__all__ = ["finish", "finish_graph", "repair_lost_tail", "start_graph_beside"]
+__all__ = [
+    "finish",
+    "finish_graph",
+    "finish_graph_logged",
+    "repair_lost_tail",
+    "start_graph_beside",
+]

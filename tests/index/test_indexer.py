@@ -389,3 +389,29 @@ def test_a_chunk_worker_killed_mid_file_costs_the_run_nothing(tmp_path, monkeypa
     spans = spans_of(root)
     assert sum(1 for s in spans if s.span.path == "big.py" and s.span.kind == "function") > 100
     assert not [e for e in journal.iterdir() if e.read_text()]
+
+
+def test_an_edit_is_embedded_before_the_graph_is_updated(sample_repo):
+    """A small run (an edit, as the daemon makes them) writes its vectors first and updates
+    the graph after, so dense search is fresh before the graph's repository-wide work; a
+    run that only makes the index searchable updates the graph at once. Either way both
+    end current."""
+    from llmc.graph.build import read_header
+
+    run_index(sample_repo)
+    target = sample_repo / "app" / "store.py"
+    target.write_text(target.read_text() + "\n\ndef purge_expired_tokens(now):\n    return now\n")
+    edit = run_index(sample_repo)
+    phases = list(edit["timings"])
+    assert phases.index("embed") < phases.index("graph")
+    assert edit["vectors"]["complete"]
+    header = read_header(sample_repo / ".llmc" / "rag_graph.json")
+    assert header["generation"] == edit["generation"]
+    graph = json.loads((sample_repo / ".llmc" / "rag_graph.json").read_text())
+    assert "app/store.py::purge_expired_tokens" in {n["id"] for n in graph["nodes"]}
+
+    target.write_text(target.read_text() + "\n\ndef vacuum(db):\n    return db\n")
+    searchable = run_index(sample_repo, "--no-vectors")
+    assert "embed" not in searchable["timings"] and "graph" in searchable["timings"]
+    graph = json.loads((sample_repo / ".llmc" / "rag_graph.json").read_text())
+    assert "app/store.py::vacuum" in {n["id"] for n in graph["nodes"]}
