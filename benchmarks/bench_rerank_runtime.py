@@ -46,10 +46,12 @@ QUERIES = (
 
 
 def _export(model, tok_inputs, names, directory: Path) -> dict[str, Path]:
-    import onnx
+    """The cross-encoder's logits exported with ``torch.onnx.export``, then fused and
+    quantized by the embedder's own export steps (``llmc.models.onnx_export``)."""
     import torch
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    from onnxruntime.transformers.optimizer import optimize_model
+
+    from llmc.models.onnx_export import _fuse, _quantize
+    from llmc.models.onnx_plan import QuantPlan, detect_isa
 
     class Logits(torch.nn.Module):
         def __init__(self, inner):
@@ -75,29 +77,13 @@ def _export(model, tok_inputs, names, directory: Path) -> dict[str, Path]:
             opset_version=17,
             dynamo=False,
         )
-    cfg = model.config
-    optimize_model(
-        str(raw), model_type="bert", num_heads=cfg.num_attention_heads, hidden_size=cfg.hidden_size
-    ).save_model_to_file(str(fused))
-    graph = onnx.load(str(fused)).graph
-    producers = {out: node.op_type for node in graph.node for out in node.output}
-    gelu_fed = [
-        n.name
-        for n in graph.node
-        if n.op_type == "MatMul" and producers.get(n.input[0]) in ("Gelu", "BiasGelu", "FastGelu")
-    ]
+    if not _fuse(raw, fused, {"auto_model": model, "dim": model.config.hidden_size}):
+        fused = raw
     out = {"onnx fp32": fused}
-    for label, exclude in (("onnx int8, GELU-fed fp32", gelu_fed), ("onnx int8, all", [])):
+    isa = detect_isa()
+    for label, keep_gelu_fed in (("onnx int8, GELU-fed fp32", True), ("onnx int8, all", False)):
         dst = directory / f"{len(out)}.onnx"
-        quantize_dynamic(
-            str(fused),
-            str(dst),
-            weight_type=QuantType.QInt8,
-            per_channel=True,
-            op_types_to_quantize=["MatMul"],
-            nodes_to_exclude=exclude,
-            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-        )
+        _quantize(fused, dst, QuantPlan(isa, "qint8", keep_gelu_fed_fp32=keep_gelu_fed))
         out[label] = dst
     return out
 

@@ -179,11 +179,14 @@ class ChunkPool:
         self.close()
 
     def close(self) -> None:
+        self._stop_workers()
+        if self._journal is not None:
+            self._journal.close()
+
+    def _stop_workers(self) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
-        if self._journal is not None:
-            self._journal.close()
 
     def chunk(
         self, items: Sequence[tuple[str, str, bool]], index_cfg: IndexConfig
@@ -216,9 +219,7 @@ class ChunkPool:
         is not parsed again, here or in the rest of the run. The pool ends its other
         workers when one dies, so each file a dead worker held is a suspect until parsing
         it alone, in a child process, shows whether it kills its parser."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-            self._executor = None
+        self._stop_workers()
         self.parallel = False
         suspects = culprits(self.journal_dir) if self.journal_dir is not None else {}
         texts = {rel: text for rel, text, _ in items}

@@ -378,10 +378,7 @@ class Indexer:
             self._check()
             derived.finish(self.root, self.cfg.graph, store, lexical, [], [], self.progress)
             lap(summary, "graph", clock)
-            if recheck:  # recorded once the changes are committed: a crash rechecks
-                store.set_meta(SKIP_POLICY_KEY, policy)
-            if store.get_meta(CHUNK_POLICY_KEY) != cutting:
-                store.set_meta(CHUNK_POLICY_KEY, cutting)
+            _record_policies(store, policy, cutting)  # once committed: a crash rechecks
             self._totals(store, summary)
             return summary
 
@@ -411,10 +408,7 @@ class Indexer:
             lap(summary, "graph", clock)
         store.prune_cache([self.model_id(c) for c in (CODE, DOC)])
         store.set_meta("indexed_at", str(time.time()))
-        if recheck:
-            store.set_meta(SKIP_POLICY_KEY, policy)
-        if store.get_meta(CHUNK_POLICY_KEY) != cutting:
-            store.set_meta(CHUNK_POLICY_KEY, cutting)
+        _record_policies(store, policy, cutting)
         self._totals(store, summary)
         self._check()
         return summary
@@ -659,6 +653,14 @@ def index_repo(
 
 def plan_index(root: Path, cfg: Config, progress: Progress | None = None) -> IndexSummary:
     return Indexer(root, cfg, progress).plan()
+
+
+def _record_policies(store: Store, skip_policy: str, chunk_policy_now: str) -> None:
+    """Record the skip rules and the chunker this index now reflects (after the run's
+    changes are committed, so a crash before it checks and cuts again)."""
+    for key, value in ((SKIP_POLICY_KEY, skip_policy), (CHUNK_POLICY_KEY, chunk_policy_now)):
+        if store.get_meta(key) != value:
+            store.set_meta(key, value)
 
 
 __all__ = ["IndexReport", "Indexer", "Progress", "index_repo", "plan_index"]

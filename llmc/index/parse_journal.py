@@ -35,18 +35,19 @@ class ParseJournal:
     def __init__(self, directory: Path):
         self.directory = Path(directory)
         self._fh: IO[str] | None = None
+        self._unavailable = False  # a read-only or full disk: chunk without the journal
 
     def mark(self, rel: str | None) -> None:
         """Record that this process now chunks ``rel`` (None: nothing)."""
         if self._fh is None:
-            if rel is None:
+            if rel is None or self._unavailable:
                 return
             try:
                 self.directory.mkdir(parents=True, exist_ok=True)
                 self._fh = open(self.directory / str(os.getpid()), "w", encoding="utf-8")  # noqa: SIM115
-            except OSError as e:  # a read-only or full disk: chunk without the journal
+            except OSError as e:
                 log.debug("parse journal unavailable (%s)", e)
-                self.directory = Path(os.devnull)
+                self._unavailable = True
                 return
         fh = self._fh
         fh.seek(0)
