@@ -18,8 +18,14 @@ span text were built Sphinx pages and minified JS). Three reasons:
   that names a documentation or site generator (``<meta name="generator">``, Doxygen's
   and javadoc's comments, Sphinx's scripts and footer); a header comment in the first 40
   lines that says the file is generated and not to be edited (``// Code generated ... DO NOT
-  EDIT.``, ``@generated``, protoc, Thrift, Cython, pip-compile...); JS/CSS that ends with a
-  ``sourceMappingURL`` comment (compiled output).
+  EDIT.``, ``@generated``, protoc, Thrift, Cython, pip-compile...); JS/CSS compiled from a
+  source that the tree also holds: one of its last two lines is a ``sourceMappingURL``
+  comment (linguist's sign of compiled output), and the map's ``sources`` (inline
+  ``data:`` maps are decoded; a ``.map`` file in the tree is read) or, when there is no
+  readable map, a file of the same name with a source extension (``.ts``, ``.coffee``,
+  ``.scss``...) is in the tree. Compiled output whose source is not in the tree is the only
+  copy of that code (an npm package's ``lib/`` built by Babel, shipped without ``src/``)
+  and is indexed; the map comment does not count toward its line lengths either.
 - ``translation``: gettext catalogues (``.po``, ``.pot``, ``.mo``) and XLIFF files. Each
   ``msgid`` repeats a string that is already indexed where the code uses it (the catalogue
   even points there with ``#: path:line``), once per locale, so a query with a UI word in it
@@ -32,8 +38,11 @@ GitHub linguist's ``lib/linguist/generated.rb`` and ``vendor.yml`` are the refer
 rules here are a subset of its rules plus Sphinx output and translations.
 
 Cost: path rules need no I/O (the walk); content rules look at the head (first 40 lines,
-4 KiB; 8 KiB for HTML) and the tail (2 KiB; 4 KiB for HTML) of the text the indexer has already read to hash
-it, and count its newlines, so no file is read twice. ``index.skip_generated`` and
+4 KiB; 8 KiB for HTML), the last two lines (4 KiB for HTML) of the text the indexer has
+already read to hash it, and count its newlines, so no file is read twice; only a compiled
+file whose map is a separate ``.map`` file in the tree costs one more read (of that map).
+The verdict on compiled output is taken when the file is read: deleting its source later
+does not bring back an unchanged compiled file until the rules or the file change. ``index.skip_generated`` and
 ``index.skip_translations`` switch the rules off; a file named literally in
 ``index.include``, or re-included with a ``!pattern`` in ``index.exclude`` (gitignore and
 ripgrep's whitelist syntax), is never skipped by them.
@@ -41,10 +50,15 @@ ripgrep's whitelist syntax), is never skipped by them.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
+import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote
 
 import pathspec
 
@@ -59,7 +73,7 @@ REASONS = (GENERATED, MINIFIED, TRANSLATION)
 # Bump when a rule changes: an index built under other rules (or switches) reads every file
 # once more (unchanged text is not re-chunked), so a newly generated file leaves the index
 # and a newly wanted one comes back. The indexer keeps ``Detector.policy`` under this key.
-RULES_VERSION = 1
+RULES_VERSION = 2  # 2: compiled JS/CSS is skipped only when its source is in the tree
 SKIP_POLICY_KEY = "index.skip_policy"
 
 MINIFIED_AVG_LINE = 110  # linguist's threshold; measured gap 66..125 (module docstring)
@@ -68,7 +82,6 @@ ONE_LINE_CHARS = 1000  # a line this long holding half the file: a one-line dump
 HEAD_LINES = 40
 HEAD_CHARS = 4096
 HTML_HEAD_CHARS = 8192
-TAIL_CHARS = 2048
 HTML_TAIL_CHARS = 4096
 
 _JS_CSS = frozenset({".js", ".mjs", ".cjs", ".css"})
@@ -166,7 +179,14 @@ _SPHINX_MARKS = re.compile(
     r"""(?:Created using|Powered by) <a href=["']https?://(?:www\.)?sphinx-doc\.org""",
     re.IGNORECASE,
 )
-_SOURCE_MAP_COMMENT = re.compile(r"^\s*/[*/][#@] source(?:Mapping)?URL=", re.MULTILINE)
+_SOURCE_MAP_COMMENT = re.compile(r"\s*/[*/][#@] source(?:Mapping)?URL=\s*(\S+?)\s*(?:\*/)?\s*$")
+# What JS/CSS is compiled from: a file of the same name with one of these is its source.
+_SOURCE_EXTS = (
+    ".ts", ".tsx", ".mts", ".cts", ".jsx", ".coffee", ".litcoffee", ".ls", ".vue",
+    ".svelte", ".elm", ".res", ".re", ".purs", ".cljs", ".dart", ".civet",
+    ".scss", ".sass", ".less", ".styl", ".pcss",
+)  # fmt: skip
+MAX_MAP_BYTES = 16 * 1024 * 1024  # a .map file read to learn its sources
 
 
 @dataclass(frozen=True)
@@ -206,10 +226,17 @@ class Detector:
     (the indexer asks it); both return None for a file to index.
     """
 
-    def __init__(self, cfg: IndexConfig, names: Iterable[str] = ()):
+    def __init__(self, cfg: IndexConfig, names: Iterable[str] = (), root: Path | None = None):
+        """``names``: every path the walk saw (repo-relative; ``dir/`` for a directory not
+        walked), so that compiled output can be told from the only copy of its code;
+        ``root``: where to read a ``.map`` file that a compiled file points to."""
         self.generated = bool(cfg.skip_generated)
         self.translations = bool(cfg.skip_translations)
+        names = list(names) if self.generated else []
         self._outputs = sphinx_output_dirs(names) if self.generated else set()
+        self._tree = frozenset(n for n in names if not n.endswith("/"))
+        self._root = root
+        self._stems: dict[str, list[str]] | None = None
         literal = [p for p in cfg.include if _is_literal(p)]
         keep = [p[1:] for p in cfg.exclude if p.startswith("!") and len(p) > 1]
         self._literal = {p.strip("/") for p in literal}
@@ -271,6 +298,43 @@ class Detector:
                 return None
             d = d.rpartition("/")[0]
 
+    def _source_in_tree(self, rel: str, map_url: str) -> str | None:
+        """A file of the tree that ``rel`` (ending with a source map comment) was compiled
+        from: one of its map's ``sources``, else a file of the same name with a source
+        extension; None when the tree does not hold its source."""
+        found = _map_sources(map_url, posixpath.dirname(rel), self._read_map)
+        if found is not None:
+            map_dir, source_root, sources = found
+            for src in sources:
+                for path in _source_paths(map_dir, source_root, src):
+                    if path != rel and path in self._tree:
+                        return path
+            if sources:
+                return None  # the map names its sources and none is here
+        return self._same_name_source(rel)
+
+    def _read_map(self, rel: str) -> bytes | None:
+        if self._root is None or rel not in self._tree:
+            return None
+        try:
+            path = self._root / rel
+            if path.stat().st_size > MAX_MAP_BYTES:
+                return None
+            return path.read_bytes()
+        except OSError:
+            return None
+
+    def _same_name_source(self, rel: str) -> str | None:
+        if self._stems is None:
+            self._stems = {}
+            for name in self._tree:
+                stem, ext = posixpath.splitext(posixpath.basename(name))
+                if ext.lower() in _SOURCE_EXTS:
+                    self._stems.setdefault(stem, []).append(name)
+        stem = posixpath.splitext(posixpath.basename(rel))[0]
+        candidates = self._stems.get(stem)
+        return min(candidates) if candidates else None
+
     def by_content(self, rel: str, text: str) -> Verdict | None:
         """Judge ``text`` (the whole file, already in memory) from its head, its tail and
         its newline count."""
@@ -280,11 +344,14 @@ class Detector:
         if ext == ".map" and text.lstrip().startswith('{"version":'):
             return Verdict(MINIFIED, "source map")
         if (ext in _JS_CSS or ext in _JSON) and len(text) >= MINIFIED_MIN_CHARS:
-            why = _minified(ext, text)
+            body, map_url = _split_source_map(text) if ext in _JS_CSS else (text, None)
+            why = _minified(ext, body) if len(body) >= MINIFIED_MIN_CHARS else None
             if why:
                 return Verdict(MINIFIED, why)
-            if ext in _JS_CSS and _SOURCE_MAP_COMMENT.search(text[-TAIL_CHARS:]):
-                return Verdict(GENERATED, "ends with a sourceMappingURL comment (build output)")
+            if map_url is not None:
+                source = self._source_in_tree(rel, map_url)
+                if source is not None:
+                    return Verdict(GENERATED, f"compiled from {source} (sourceMappingURL)")
         if ext in _HTML:
             why = _html_generator(text)
             if why:
@@ -293,6 +360,75 @@ class Detector:
         if why:
             return Verdict(GENERATED, why)
         return None
+
+
+def _split_source_map(text: str) -> tuple[str, str | None]:
+    """``text`` without a source map comment in its last two lines, and the comment's URL
+    (None when there is none). Only the file's end is looked at, so an inline ``data:``
+    map of any length costs one reverse scan."""
+    end = len(text.rstrip())
+    cut = end
+    for _ in range(2):
+        start = text.rfind("\n", 0, cut) + 1
+        m = _SOURCE_MAP_COMMENT.match(text, start, cut)
+        if m is not None:
+            return text[:start], m.group(1)
+        if start == 0:
+            break
+        cut = start - 1
+    return text, None
+
+
+def _map_sources(
+    url: str, folder: str, read: Callable[[str], bytes | None]
+) -> tuple[str, str, list[str]] | None:
+    """(the folder the map lies in, its ``sourceRoot``, its ``sources``), for an inline
+    ``data:`` map or a ``.map`` file of the tree; None when no map can be read."""
+    if url.startswith("data:"):
+        header, _, payload = url.partition(",")
+        try:
+            raw = base64.b64decode(payload) if header.endswith(";base64") else unquote(payload).encode()
+        except (ValueError, binascii.Error):
+            return None
+        map_dir = folder
+    elif "://" in url or url.startswith("/"):
+        return None
+    else:
+        map_rel = _inside(posixpath.join(folder, unquote(url.split("?", 1)[0].split("#", 1)[0])))
+        raw = read(map_rel) if map_rel is not None else None
+        if raw is None:
+            return None
+        map_dir = posixpath.dirname(map_rel or "")
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("sources"), list):
+        return None
+    root = doc.get("sourceRoot")
+    sources = [s for s in doc["sources"] if isinstance(s, str)]
+    return map_dir, root if isinstance(root, str) else "", sources
+
+
+def _source_paths(map_dir: str, source_root: str, source: str) -> list[str]:
+    """Where ``source`` (an entry of a map in ``map_dir``) may lie in the tree: relative to
+    the map and its ``sourceRoot``; a bundler URL (``webpack://pkg/./src/a.ts``) without
+    its scheme and namespace, from the top of the tree or from the map."""
+    if "://" not in source:
+        path = _inside(posixpath.join(map_dir, source_root, source))
+        return [path] if path is not None else []
+    rest = source.split("://", 1)[1]
+    rest = rest.split("/", 1)[1] if "/" in rest else rest
+    found = (_inside(rest), _inside(posixpath.join(map_dir, rest)))
+    return [p for p in found if p is not None]
+
+
+def _inside(path: str) -> str | None:
+    """``path`` normalised, or None when it leaves the tree."""
+    path = posixpath.normpath(path)
+    if path == ".." or path.startswith("../") or path.startswith("/"):
+        return None
+    return path
 
 
 def _is_literal(pattern: str) -> bool:

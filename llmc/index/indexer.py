@@ -292,7 +292,7 @@ class Indexer:
             summary.files_seen = len(walked.files)
             changed, unchanged = self._diff(walked.files, known, full=False)
             summary.files_unchanged = len(unchanged)
-            parsed = self._parse(changed, known, summary, full=False)
+            parsed = self._parse(changed, known, summary, full=False, detector=walked.detector)
             summary.files_indexed = len(parsed)
             summary.files_removed = len(set(known) - {f.path for f in walked.files})
             spans = [s for p in parsed for s in p.spans]
@@ -366,7 +366,14 @@ class Indexer:
         spaces = self._usable_spaces(store, summary)
         clock = lap(summary, "walk", clock)
         parsed = self._parse(
-            changed, known, summary, full or rechunk, store=store, recheck=recheck, graph=True
+            changed,
+            known,
+            summary,
+            full or rechunk,
+            store=store,
+            recheck=recheck,
+            graph=True,
+            detector=walked.detector,
         )
         clock = lap(summary, "parse", clock)
         walked_paths = {f.path for f in walked.files} - {s.path for s in summary.skipped}
@@ -468,12 +475,15 @@ class Indexer:
         store: Store | None = None,
         recheck: bool = False,
         graph: bool = False,
+        detector: Detector | None = None,
     ) -> list[_Parsed]:
         """Read and chunk the changed files; with ``graph`` (and the graph enabled), the
         chunk workers extract each file's graph facts from the same parse, and stay up
-        for the graph update (``self._pool``)."""
+        for the graph update (``self._pool``). ``detector``: the walk's content rules
+        (they know every path of the tree, which tells compiled output from the only copy
+        of its code)."""
         languages, reuse = set(self.cfg.index.languages), not (full or recheck)
-        detector = Detector(self.cfg.index)
+        detector = detector or Detector(self.cfg.index, root=self.root)
         self.progress.phase("parsing", len(files))
         out: list[_Parsed] = []
         known_skips = store.skipped_files() if store is not None else {}

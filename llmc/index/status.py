@@ -84,7 +84,7 @@ def index_status(root: Path, cfg: Config) -> IndexStatus:
         known = store.files()
         counts = store.counts()
         walked = walk(root, cfg.index)
-        detector = Detector(cfg.index)
+        detector = walked.detector or Detector(cfg.index)
         current = {f.path: f for f in walked.files}
         changed = [
             p

@@ -88,6 +88,7 @@ class WalkResult:
     files: list[WalkedFile]
     skipped: list[SkippedFile]
     used_git: bool
+    detector: Detector | None = None  # the content rules, knowing every path the walk saw
 
 
 def _git_files(root: Path) -> list[str] | None:
@@ -199,7 +200,7 @@ def walk(root: Path, cfg: IndexConfig) -> WalkResult:
     if names is None:
         names = _gitignore_files(root, skip_dirs)
     include = pathspec.GitIgnoreSpec.from_lines(cfg.include) if cfg.include else None
-    detector = Detector(cfg, names)
+    detector = Detector(cfg, names, root)
     exclude = pathspec.GitIgnoreSpec.from_lines(cfg.exclude) if cfg.exclude else None
     files: list[WalkedFile] = []
     skipped: list[SkippedFile] = []
@@ -260,7 +261,7 @@ def walk(root: Path, cfg: IndexConfig) -> WalkResult:
             skipped.append(SkippedFile(rel, TOO_LARGE, f"{st.st_size} bytes > {cfg.max_file_size}"))
             continue
         files.append(WalkedFile(rel, st.st_size, st.st_mtime_ns))
-    return WalkResult(files, skipped, used_git)
+    return WalkResult(files, skipped, used_git, detector)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ them with a reason (and search never returning them) unless switched off or aske
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -110,13 +111,74 @@ def test_json_is_minified_only_as_a_one_line_dump():
     assert d.by_content("package.json", pretty) is None
 
 
+def _inline_map(sources: list[str], mappings: int = 3000) -> str:
+    """A Babel-style inline source map comment: long, base64, one line."""
+    doc = {"version": 3, "sources": sources, "names": [], "mappings": "AAAA;" * mappings}
+    payload = base64.b64encode(json.dumps(doc).encode()).decode()
+    return f"//# sourceMappingURL=data:application/json;charset=utf-8;base64,{payload}\n"
+
+
+BABEL_OUTPUT = (
+    '"use strict";\n\n/**\n * Retry a failed request up to `count` times.\n */\n'
+    + "Request.prototype.retry = function (count, fn) {\n  this._maxRetries = count;\n"
+    + "  this._retryCallback = fn;\n  return this;\n};\n" * 8
+)
+
+
 def test_source_maps():
     d = detector()
     assert d.by_path("dist2/app.js.map").reason == MINIFIED
     assert d.by_content("x/app.map", '{"version":3,"sources":["a.ts"]}').reason == MINIFIED
     compiled = "var a = 1;\n" * 60 + "//# sourceMappingURL=app.js.map\n"
-    assert d.by_content("lib/app.js", compiled).reason == GENERATED
     assert d.by_content("lib/tiny.js", "var a;\n//# sourceMappingURL=a.js.map\n") is None
+    # compiled output is skipped when the tree holds what it was compiled from...
+    with_source = Detector(IndexConfig(), ["src/app.ts", "lib/app.js"])
+    verdict = with_source.by_content("lib/app.js", compiled)
+    assert verdict.reason == GENERATED and "src/app.ts" in verdict.detail
+    # ...and is the only copy of that code when it does not (no source, no readable map)
+    assert Detector(IndexConfig(), ["lib/app.js", "README.md"]).by_content("lib/app.js", compiled) is None
+    assert d.by_content("lib/app.js", compiled) is None
+
+
+def test_inline_source_map_names_the_source_and_is_not_a_long_line():
+    text = BABEL_OUTPUT + _inline_map(["../src/request.js"])
+    assert len(text) / text.count("\n") > 110  # the map line alone would make it "minified"
+    shipped = Detector(IndexConfig(), ["lib/request.js", "package.json"])
+    assert shipped.by_content("lib/request.js", text) is None  # an npm package's only code
+    repo = Detector(IndexConfig(), ["lib/request.js", "src/request.js", "package.json"])
+    verdict = repo.by_content("lib/request.js", text)
+    assert verdict.reason == GENERATED and "src/request.js" in verdict.detail
+    # the map comment may sit on the second-to-last line, and a real bundle stays minified
+    assert repo.by_content("lib/request.js", text + "// end\n").reason == GENERATED
+    assert shipped.by_content("static/bundle.js", CLIPBOARD_MIN + _inline_map([])).reason == MINIFIED
+
+
+def test_map_file_in_the_tree_is_read_for_its_sources(tmp_path: Path):
+    (tmp_path / "lib").mkdir()
+    compiled = "var a = 1;\n" * 60 + "//# sourceMappingURL=app.js.map\n"
+    (tmp_path / "lib" / "app.js").write_text(compiled)
+    names = ["lib/app.js", "lib/app.js.map", "ts/app.mts"]
+    for sources, root in (["ts/app.mts"], "../"), (["webpack://pkg/./ts/app.mts"], ""):
+        doc = {"version": 3, "sourceRoot": root, "sources": sources}
+        (tmp_path / "lib" / "app.js.map").write_text(json.dumps(doc))
+        verdict = Detector(IndexConfig(), names, tmp_path).by_content("lib/app.js", compiled)
+        assert verdict.reason == GENERATED and "ts/app.mts" in verdict.detail, sources
+        without = Detector(IndexConfig(), names[:2], tmp_path)  # its source is not shipped
+        assert without.by_content("lib/app.js", compiled) is None
+
+
+def test_index_keeps_compiled_code_only_when_its_source_is_absent(tmp_path: Path):
+    text = BABEL_OUTPUT.replace("retry", "quillbrook_retry") + _inline_map(["../src/node.js"])
+    shipped = make_repo(tmp_path / "pkg", {"lib/node.js": text, "README.md": "# pkg\n"})
+    data = json.loads(_index(shipped, "--json").stdout)
+    assert "lib/node.js" not in {s["path"] for s in data["skipped"]}
+    assert "lib/node.js" in _hits(shipped, "quillbrook_retry")
+    source = "export function quillbrook_retry(count) {\n  return count;\n}\n"
+    repo = make_repo(tmp_path / "repo", {"lib/node.js": text, "src/node.js": source})
+    data = json.loads(_index(repo, "--json").stdout)
+    reasons = {s["path"]: s["reason"] for s in data["skipped"]}
+    assert reasons.get("lib/node.js") == GENERATED
+    assert _hits(repo, "quillbrook_retry") == {"src/node.js"}
 
 
 # -- generated -------------------------------------------------------------------------------
