@@ -33,7 +33,7 @@ import orjson
 from llmc.graph import warm
 from llmc.graph.extract import extract_file
 from llmc.graph.facts import with_span_defs
-from llmc.graph.incremental import STATE_VERSION, ResolutionState
+from llmc.graph.incremental import STATE_VERSION, FileResult, ResolutionState
 from llmc.graph.langs import is_doc, spec_for
 from llmc.graph.model import (
     FACTS_FILE,
@@ -46,7 +46,9 @@ from llmc.graph.model import (
     FileFacts,
     GraphStats,
 )
+from llmc.graph.modules import ModuleIndex
 from llmc.graph.resolve import Resolver
+from llmc.graph.tables import module_signature
 
 if TYPE_CHECKING:
     from llmc.config import GraphConfig
@@ -209,19 +211,20 @@ def _update(
             facts[path] = f
             new_cache[path] = {"hash": rec.content_hash, "facts": f, "pickled": pickled}
 
-        if rebuilt:
-            previous_state = None
+        resolver, keep_edges, mods = _previous_resolver(
+            repo_root, cfg, facts, None if rebuilt else kept, None if rebuilt else cache
+        )
+        if resolver is None:
+            resolver = Resolver(facts, repo_root, cfg.name_fallback, mods=mods)
+            nodes, edges, counts = resolver.run()
         else:
-            previous_state = kept.state if kept is not None else _load_state(cache)
-        resolver = Resolver(facts, repo_root, cfg.name_fallback)
-        nodes, edges, counts = resolver.run_incremental(previous_state, reextracted)
+            nodes, edges, counts = resolver.update(facts, keep_edges)
         resolved = resolver.files_resolved
-        resolver.release()
         log.debug("graph: resolved %d of %d files", resolved, len(facts))
         if spans_by_path is None:
             spans_by_path = _span_rows(store)
         token = uuid.uuid4().hex
-        state = resolver.state
+        state = resolver
         cache = {"version": FACTS_VERSION, "token": token, "files": new_cache}
         _write_facts_cache(facts_file, cache, state)
     for n in nodes.values():
@@ -249,9 +252,10 @@ def _update(
     data = to_node_link(nodes, edges, generation, stats, meta)
     _write_json(graph_file, data)
     if not unchanged:
-        warm.keep(llmc_dir, graph_file, facts_file, data["graph"], cache, state)
+        if not warm.keep(llmc_dir, graph_file, facts_file, data["graph"], cache, state):
+            state.release()
     elif kept is not None:  # the facts file is as it was; the cache and resolution too
-        warm.keep(llmc_dir, graph_file, facts_file, data["graph"], kept.cache, kept.state)
+        warm.keep(llmc_dir, graph_file, facts_file, data["graph"], kept.cache, kept.resolver)
     log.info(
         "graph: %d nodes, %d edges (%d files re-extracted, %d cached) in %.2fs",
         stats.nodes,
@@ -261,6 +265,43 @@ def _update(
         seconds,
     )
     return stats
+
+
+def _previous_resolver(
+    repo_root: Path,
+    cfg: GraphConfig,
+    facts: dict[str, FileFacts],
+    kept: warm.WarmGraph | None,
+    cache: dict[str, Any] | None,
+) -> tuple[Resolver | None, bool, ModuleIndex]:
+    """The previous run's resolver, to be brought up to ``facts`` by patching it, and
+    whether its merged edges can be patched too: the one kept in memory (the daemon), else
+    one rebuilt from the cached facts and per-file results (its tables only); None when
+    there is none, or the file list, package layout or settings changed (resolve all).
+    The module index of ``facts`` comes with it."""
+
+    mods = ModuleIndex(facts, repo_root)
+    signature = module_signature(facts, mods)
+    if kept is not None and kept.resolver is not None:
+        r = kept.resolver
+        if r.reusable(r.state, cfg.name_fallback) and r.signature == signature:
+            r.mods = mods
+            return r, True, mods
+        r.release()
+        return None, False, mods
+    state = _load_state(cache) if cache is not None else None
+    if state is None or state.signature != signature or set(state.files) != set(facts):
+        return None, False, mods
+    files = cache.get("files", {}) if cache is not None else {}
+    old = {p: (files.get(p) or {}).get("facts") for p in facts}
+    if not all(isinstance(f, FileFacts) for f in old.values()):
+        return None, False, mods
+    r = Resolver(old, repo_root, cfg.name_fallback, mods=mods)
+    if not r.reusable(state, cfg.name_fallback):
+        r.release()
+        return None, False, mods
+    r.results = dict(state.files)
+    return r, False, mods
 
 
 def _extract_one(
@@ -476,18 +517,22 @@ def _load_cached_facts(cache: dict[str, Any]) -> None:
 
 
 def _load_state(cache: dict[str, Any]) -> ResolutionState | None:
-    """The previous run's per-file resolution (None: resolve every file)."""
+    """The previous run's per-file resolution (None: resolve every file): a pickle of
+    ``(version, name_fallback, signature, {path: pickled FileResult})``."""
     blob = cache.pop("resolution", None)
     if blob is None:
         return None
     try:
-        state = pickle.loads(blob)
+        version, name_fallback, signature, files = pickle.loads(blob)
+        if version != STATE_VERSION:
+            return None
+        results = {p: pickle.loads(b) for p, b in files.items()}
     except Exception as e:  # noqa: BLE001 - derived data: resolve everything
         log.debug("graph resolution cache unreadable (%s); resolving every file", e)
         return None
-    if not isinstance(state, ResolutionState) or state.version != STATE_VERSION:
+    if not all(isinstance(res, FileResult) for res in results.values()):
         return None
-    return state
+    return ResolutionState(version, name_fallback, signature, results)
 
 
 @contextlib.contextmanager
@@ -503,12 +548,12 @@ def _gc_paused():
             gc.enable()
 
 
-def _write_facts_cache(
-    path: Path, data: dict[str, Any], state: ResolutionState | None = None
-) -> None:
+def _write_facts_cache(path: Path, data: dict[str, Any], resolver: Resolver | None = None) -> None:
     """Hashes in the outer pickle; the facts and the per-file resolution in inner blobs
-    that are loaded on demand. Each file's facts are pickled on their own, once: by the
-    chunk worker that extracted them or, for facts extracted here, now."""
+    that are loaded on demand. Each file's facts and results are pickled on their own,
+    once: facts by the chunk worker that extracted them or, for facts extracted here,
+    now; results when the file is resolved (a kept resolver keeps them pickled, so a
+    one-file update pickles one file's)."""
     files = data["files"]
     for e in files.values():
         if not e.get("pickled"):  # kept for the next write (see llmc.graph.warm)
@@ -520,8 +565,8 @@ def _write_facts_cache(
         "files": {p: {"hash": e["hash"]} for p, e in files.items()},
         "blob": pickle.dumps(pickles, protocol=pickle.HIGHEST_PROTOCOL),
     }
-    if state is not None:
-        outer["resolution"] = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+    if resolver is not None:
+        outer["resolution"] = resolver.pickled_state()
     _write_atomic(path, pickle.dumps(outer, protocol=pickle.HIGHEST_PROTOCOL))
     try:  # the JSON cache of earlier versions
         (path.parent / "graph_facts.json").unlink()

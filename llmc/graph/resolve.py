@@ -16,18 +16,13 @@ affect and keep the recorded edges of the rest (:mod:`llmc.graph.incremental`).
 from __future__ import annotations
 
 import logging
+import pickle
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from llmc.graph.edges import EdgeSink, EdgeTable
-from llmc.graph.incremental import (
-    PHASES,
-    STATE_VERSION,
-    FileResult,
-    ResolutionState,
-    files_to_resolve,
-)
+from llmc.graph.incremental import PHASES, STATE_VERSION, FileResult, ResolutionState
 from llmc.graph.langs import COMMON_METHODS, SPECS, LangSpec, spec_for
 from llmc.graph.lookup import Lookup, split_path
 from llmc.graph.mentions import record_mentions
@@ -50,8 +45,9 @@ from llmc.graph.model import (
     unresolved_id,
 )
 from llmc.graph.modules import ModuleIndex
+from llmc.graph.patch import EdgePatch, patch_tables
 from llmc.graph.rules.base import LangRules
-from llmc.graph.tables import build_tables, module_signature, snapshot
+from llmc.graph.tables import build_tables, module_signature
 from llmc.graph.target import EXT, NODE, PKG, Target, inside
 
 log = logging.getLogger(__name__)
@@ -67,11 +63,14 @@ class Resolver(Lookup):
         facts: dict[str, FileFacts],
         repo_root: Path | None = None,
         name_fallback: bool = True,
+        mods: ModuleIndex | None = None,
     ):
         super().__init__()
         self.facts = facts
+        self.order = {p: i for i, p in enumerate(facts)}  # files are merged in this order
         self.name_fallback = name_fallback
-        self.mods = ModuleIndex(facts, repo_root)
+        self.mods = mods if mods is not None else ModuleIndex(facts, repo_root)
+        self.signature = module_signature(facts, self.mods)
         self.generic = LangRules(self)
         self.family_rules: dict[str, LangRules] = {}
         for spec in SPECS.values():
@@ -88,32 +87,75 @@ class Resolver(Lookup):
         self._candidates: dict[tuple[str, frozenset[str]], list[str]] = {}
         build_tables(self)
         self.table.nodes = self.nodes
-        self.state: ResolutionState | None = None
+        self.results: dict[str, FileResult] = {}
+        self._pickled: dict[str, bytes] = {}  # path -> its results, pickled
+        self.files_resolved = 0
+        self.edge_patch: EdgePatch | None = None  # kept resolvers: see ``update``
 
     # == run ===============================================================================
     def run(self) -> tuple[dict[str, dict[str, Any]], Edges, dict]:
-        """Resolve everything: (nodes, edges as (src, dst, type, attrs), counts by type)."""
-        return self.run_incremental(None, set(), keep=False)
+        """Resolve every file: (nodes, edges as (src, dst, type, attrs), counts by type)."""
+        self.results = {path: self.resolve_file(path, f) for path, f in self.facts.items()}
+        self.files_resolved = len(self.facts)
+        return self._merge(self.results)
 
-    def run_incremental(
-        self, previous: ResolutionState | None, changed: set[str], keep: bool = True
+    @property
+    def state(self) -> ResolutionState:
+        """What the next run needs to reuse this one's per-file results."""
+        return ResolutionState(STATE_VERSION, self.name_fallback, self.signature, self.results)
+
+    def pickled_state(self) -> bytes:
+        """:attr:`state` pickled for the facts cache, each file's results on their own
+        (pickled once per resolution of the file, then kept)."""
+        blobs = self._pickled
+        for path, res in self.results.items():
+            if path not in blobs:
+                blobs[path] = pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL)
+        if len(blobs) != len(self.results):
+            for path in set(blobs) - set(self.results):
+                del blobs[path]
+        state = (STATE_VERSION, self.name_fallback, self.signature, blobs)
+        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def reusable(self, state: ResolutionState | None, name_fallback: bool) -> bool:
+        """Whether ``state`` (this resolver's own, or one read back) was resolved under the
+        same settings and module layout as this resolver's files."""
+        return (
+            isinstance(state, ResolutionState)
+            and state.version == STATE_VERSION
+            and state.name_fallback == name_fallback == self.name_fallback
+            and state.signature == self.signature
+            and set(state.files) == set(self.facts)
+        )
+
+    def update(
+        self, facts: dict[str, FileFacts], keep_edges: bool
     ) -> tuple[dict[str, dict[str, Any]], Edges, dict]:
-        """Resolve the files ``previous`` cannot answer for (all without it) and reuse the
-        rest; ``changed`` files are always resolved. With ``keep``, ``self.state`` holds
-        what the next run needs."""
-        snap = snapshot(self) if keep or previous is not None else {}
-        sig = module_signature(self) if snap else ()
-        todo = files_to_resolve(previous, self.name_fallback, sig, snap, self.facts, changed)
-        results: dict[str, FileResult] = {}
-        for path, f in self.facts.items():
-            if todo is None or path in todo:
-                results[path] = self.resolve_file(path, f)
-            else:
-                results[path] = previous.files[path]  # type: ignore[union-attr]
-        self.files_resolved = len(self.facts) if todo is None else len(todo)
-        if keep:
-            self.state = ResolutionState(STATE_VERSION, self.name_fallback, sig, snap, results)
-        return self._merge(results)
+        """Bring this resolver (its tables, results and, with ``keep_edges``, merged
+        edges, all of the previous run) to ``facts``: the same files, some of them with
+        new facts. Patches the tables (:mod:`llmc.graph.patch`), resolves again the
+        files that changed or read a changed entry, and merges their edges again."""
+        delta = {p: f for p, f in facts.items() if f is not self.facts[p]}
+        tests_flag = any(f.test != self.facts[p].test for p, f in delta.items())
+        keys = patch_tables(self, delta) if delta else set()
+        self._candidates.clear()
+        self.memo.clear()
+        todo = set(delta)
+        todo.update(p for p, res in self.results.items() if not res.reads.isdisjoint(keys))
+        log.debug("graph: %d table entries changed; resolving %d files", len(keys), len(todo))
+        new = {p: self.resolve_file(p, self.facts[p]) for p in sorted(todo, key=self.order.get)}
+        self.files_resolved = len(new)
+        for p in new:
+            self._pickled.pop(p, None)
+        if not keep_edges:
+            self.results.update(new)
+            return self._merge(self.results)
+        if self.edge_patch is None:
+            self.edge_patch = EdgePatch(self, self.results)
+        old = {p: self.results[p] for p in new}
+        self.results.update(new)
+        self.edge_patch.apply(self, old, new, tests_flag)
+        return self.nodes, self._edges(), self._counts(self.results)
 
     def release(self) -> None:
         """Drop the language rules' references back to this resolver. Without that cycle,
@@ -130,6 +172,12 @@ class Resolver(Lookup):
                 table.add_tests(self._test_source, tests)
             for res in results.values():
                 table.replay(res.phases[phase])
+        return self.nodes, self._edges(), self._counts(results)
+
+    def _edges(self) -> Edges:
+        return [(s, d, t, attrs) for (s, d, t), attrs in self.table.edges.items()]
+
+    def _counts(self, results: dict[str, FileResult]) -> dict:
         totals = {t: {"resolved": 0, "unresolved": 0, "external": 0} for t in RESOLVED_TYPES}
         for res in results.values():
             for (etype, status), n in res.counts:
@@ -138,8 +186,7 @@ class Resolver(Lookup):
         for etype, c in totals.items():
             done = c["resolved"] + c["unresolved"]
             counts[etype] = dict(c, rate=round(c["resolved"] / done, 4) if done else 1.0)
-        edges = [(s, d, t, attrs) for (s, d, t), attrs in table.edges.items()]
-        return self.nodes, edges, counts
+        return counts
 
     def resolve_file(self, path: str, f: FileFacts) -> FileResult:
         """One file's edges and counts, with the table entries they were read from."""

@@ -18,6 +18,7 @@ from llmc.graph.rules.base import ImportRef
 
 if TYPE_CHECKING:
     from llmc.graph.lookup import Lookup
+    from llmc.graph.modules import ModuleIndex
 
 
 def build_tables(r: Lookup) -> None:
@@ -29,28 +30,63 @@ def build_tables(r: Lookup) -> None:
     r.names, r.wild, r.reexports = {}, defaultdict(list), defaultdict(list)
     r.raw_bases = defaultdict(list)
     r.inherit_entries = defaultdict(list)  # path -> [(owner, index in raw_bases, base, line)]
-    orphans: list[tuple[str, Any]] = []
-    inherits: list[tuple[str, str, str, int]] = []
+    # What each file put in the tables across files, so that a kept resolver can take it
+    # out again (:mod:`llmc.graph.patch`): its methods attached to a type elsewhere, its
+    # declared bases with their owners, and what those owner lookups read.
+    r.orphans = {}  # path -> [(owner id or None, Def)]
+    r.inherit_owners = {}  # path -> [(owner id, scope, base, line)]
+    r.owner_reads = {}  # path -> keys read to find the owners above
     for path, f in r.facts.items():
-        _index_file(r, path, f, orphans)
-        inherits.extend((path, inh.scope, inh.base, inh.line) for inh in f.inherits)
-    for path, d in orphans:  # methods of an impl block or a Go receiver type
-        owner = r.owner_class(path, d.qualname.rpartition(".")[0])
+        _index_file(r, path, f)
+    for path in r.facts:
+        attach_orphans(r, path)
+    for path in r.facts:
+        attach_bases(r, path)
+    r.memo.clear()  # lookups above ran before every member was attached
+
+
+def attach_orphans(r: Lookup, path: str) -> None:
+    """Methods of an impl block or a Go receiver type, attached to their type's members."""
+    r.memo.reads = set()
+    out = []
+    for d in r.facts[path].defs:
+        if d.kind == "impl" or d.kind == SECTION:
+            continue
+        parent = d.qualname.rpartition(".")[0]
+        if not parent or parent in r.defs[path]:
+            continue
+        owner = r.owner_class(path, parent)
+        out.append((owner, d))
         if owner is not None:
             r.members[owner].setdefault(d.name, node_id(path, d.qualname))
             r.table.add(owner, node_id(path, d.qualname), DEFINES)
-    for path, scope, base, line in inherits:
+    if out:
+        r.orphans[path] = out
+    if r.memo.reads:
+        r.owner_reads[path] = set(r.memo.reads)
+
+
+def attach_bases(r: Lookup, path: str) -> None:
+    """Each declared base of the file's classes (and impl blocks), on its owner."""
+    r.memo.reads = set()
+    out = []
+    for inh in r.facts[path].inherits:
+        scope = inh.scope
         if r.def_kind(path, scope) == "impl":
             owner = r.owner_class(path, scope)
         else:
             owner = node_id(path, scope) if scope in r.defs[path] else None
         if owner is not None:
-            r.inherit_entries[path].append((owner, len(r.raw_bases[owner]), base, line))
-            r.raw_bases[owner].append((path, scope, base, line))
-    r.memo.clear()  # lookups above ran before every member was attached
+            r.inherit_entries[path].append((owner, len(r.raw_bases[owner]), inh.base, inh.line))
+            r.raw_bases[owner].append((path, scope, inh.base, inh.line))
+            out.append((owner, scope, inh.base, inh.line))
+    if out:
+        r.inherit_owners[path] = out
+    if r.memo.reads:
+        r.owner_reads.setdefault(path, set()).update(r.memo.reads)
 
 
-def _index_file(r: Lookup, path: str, f: FileFacts, orphans: list) -> None:
+def _index_file(r: Lookup, path: str, f: FileFacts) -> None:
     rules = r.rules_of(path)
     r.nodes[path] = _clean(
         {
@@ -101,9 +137,8 @@ def _index_file(r: Lookup, path: str, f: FileFacts, orphans: list) -> None:
         elif parent in defs:
             r.table.add(node_id(path, parent), nid, DEFINES)
             r.members[node_id(path, parent)][d.name] = nid
-        else:  # owner found once every file is indexed
+        else:  # owner found once every file is indexed (attach_orphans)
             r.table.add(path, nid, DEFINES)
-            orphans.append((path, d))
     for b in f.bindings:
         r.bindings[(path, b.scope)][b.name].append(b)
     _index_imports(r, path, f)
@@ -136,49 +171,77 @@ def _index_imports(r: Lookup, path: str, f: FileFacts) -> None:
     r.names[path] = names
 
 
-def snapshot(r: Lookup) -> dict[tuple, Any]:
-    """Every table entry another file's resolution can read, by the key it records when
-    it reads it (see :class:`~llmc.graph.lookup.Lookup`): equal snapshot values mean
-    equal answers. Line numbers are apart (``lines``): few lookups read them."""
-    out: dict[tuple, Any] = {}
-    for path, f in r.facts.items():
-        out[("iface", path)] = (
+def value(r: Lookup, key: tuple) -> Any:
+    """The table entry a lookup that recorded ``key`` read (see
+    :class:`~llmc.graph.lookup.Lookup`): equal values mean equal answers. Line numbers
+    are apart (``lines``): few lookups read them."""
+    kind, arg = key[0], key[1]
+    if kind == "iface":
+        f = r.facts.get(arg)
+        if f is None:
+            return None
+        return (
             f.lang,
             f.category,
             f.module,
             f.test,
             f.default_export,
-            r.nodes[path].get("module", ""),
+            r.nodes[arg].get("module", ""),
             tuple((d.name, d.qualname, d.kind, d.returns, d.test) for d in f.defs),
             tuple(tuple(map(_frozen, i.to_row())) for i in f.imports),
         )
-        out[("bind", path)] = tuple((b.scope, b.name, b.type, b.call, b.value) for b in f.bindings)
-        out[("lines", path)] = (
+    if kind == "bind":
+        f = r.facts.get(arg)
+        return tuple((b.scope, b.name, b.type, b.call, b.value) for b in f.bindings) if f else None
+    if kind == "lines":
+        f = r.facts.get(arg)
+        if f is None:
+            return None
+        return (
             tuple((d.qualname, d.start_line, d.end_line) for d in f.defs),
             tuple(b.line for b in f.bindings),
         )
-    for cid, members in r.members.items():
-        out[("members", cid)] = dict(members)
-    for path, entries in r.inherit_entries.items():
-        out[("inherits", path)] = tuple(entries)
-    for cid, raw in r.raw_bases.items():
-        out[("bases", cid)] = tuple(entry[:3] for entry in raw)
-    for name, nids in r.by_name.items():
-        out[("name", name)] = tuple((n, r.nodes[n]["kind"]) for n in nids)
-    for qual, nids in r.by_qual.items():
-        out[("qual", qual)] = tuple((n, r.nodes[n]["kind"]) for n in nids)
+    if kind == "members":
+        return dict(r.members.get(arg) or {})
+    if kind == "inherits":
+        return tuple(r.inherit_entries.get(arg) or ())
+    if kind == "bases":
+        return tuple(entry[:3] for entry in r.raw_bases.get(arg) or ())
+    if kind == "name":
+        return tuple((n, r.nodes[n]["kind"]) for n in r.by_name.get(arg) or ())
+    if kind == "qual":
+        return tuple((n, r.nodes[n]["kind"]) for n in r.by_qual.get(arg) or ())
     for rules in r.family_rules.values():
-        rules.snapshot(out)
-    return out
+        if rules.table_key == kind:
+            return rules.value(key)
+    return None
 
 
-def module_signature(r: Lookup) -> tuple:
-    """What import resolution depends on besides the snapshot: the file list, each file's
+def file_keys(r: Lookup, path: str, f: FileFacts) -> set[tuple]:
+    """The keys of every table entry that ``path``'s facts ``f`` add to, but for the types
+    its impl methods and bases attach to elsewhere (their owners are looked up)."""
+    keys: set[tuple] = {("iface", path), ("bind", path), ("lines", path), ("inherits", path)}
+    quals = {d.qualname for d in f.defs if d.kind != "impl"}
+    for d in f.defs:
+        if d.kind == "impl" or d.kind == SECTION:
+            continue
+        keys.add(("name", d.name))
+        keys.add(("qual", d.qualname))
+        parent = d.qualname.rpartition(".")[0]
+        if parent in quals:
+            keys.add(("members", node_id(path, parent)))
+    rules = r.rules.get(path)
+    if rules is not None:
+        keys.update(rules.keys(path, f))
+    return keys
+
+
+def module_signature(facts: dict[str, FileFacts], m: ModuleIndex) -> tuple:
+    """What import resolution depends on besides the tables: the file list, each file's
     language and package clause, and what was read from disk (``__init__.py``, ``go.mod``).
     When it changes, every file is resolved again."""
-    m = r.mods
     return (
-        tuple((p, f.lang, f.category, f.module) for p, f in sorted(r.facts.items())),
+        tuple((p, f.lang, f.category, f.module) for p, f in sorted(facts.items())),
         tuple(sorted(m.py_pkg_dirs)),
         tuple(m.go_modules),
     )
@@ -192,4 +255,11 @@ def _clean(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v not in ("", None, False)}
 
 
-__all__ = ["build_tables", "module_signature", "snapshot"]
+__all__ = [
+    "attach_bases",
+    "attach_orphans",
+    "build_tables",
+    "file_keys",
+    "module_signature",
+    "value",
+]

@@ -19,9 +19,11 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from llmc.graph.incremental import ResolutionState
+if TYPE_CHECKING:
+    from llmc.graph.resolve import Resolver
+
 
 _MAX_REPOSITORIES = 2  # a daemon serves one; tests and tools may alternate between two
 
@@ -30,12 +32,13 @@ _MAX_REPOSITORIES = 2  # a daemon serves one; tests and tools may alternate betw
 class WarmGraph:
     """What the last update in this process wrote: the graph header, the facts cache
     (``{"token", "files": {path: {"hash", "facts", "pickled"}}}``, facts unpickled) and the
-    per-file resolution, with the stamps of the two files it wrote them to."""
+    resolver (its tables, per-file results and merged edges, patched by the next update:
+    :mod:`llmc.graph.patch`), with the stamps of the two files it wrote them to."""
 
     stamps: tuple[tuple[int, int, int], tuple[int, int, int]]
     header: dict[str, Any]
     cache: dict[str, Any]
-    state: ResolutionState | None
+    resolver: Resolver | None
 
 
 _enabled = False
@@ -74,19 +77,21 @@ def keep(
     facts_file: Path,
     header: dict[str, Any],
     cache: dict[str, Any],
-    state: ResolutionState | None,
-) -> None:
-    """Keep what an update just wrote to ``graph_file`` and ``facts_file`` (when enabled)."""
+    resolver: Resolver | None,
+) -> bool:
+    """Keep what an update just wrote to ``graph_file`` and ``facts_file`` (when enabled);
+    False when it was not kept."""
     if not _enabled:
-        return
+        return False
     stamps = (_stamp(graph_file), _stamp(facts_file))
     if None in stamps:
-        return
+        return False
     with _lock:
         _kept.pop(_key(llmc_dir), None)
         while len(_kept) >= _MAX_REPOSITORIES:
             _kept.pop(next(iter(_kept)))
-        _kept[_key(llmc_dir)] = WarmGraph(stamps, header, cache, state)  # type: ignore[arg-type]
+        _kept[_key(llmc_dir)] = WarmGraph(stamps, header, cache, resolver)  # type: ignore[arg-type]
+    return True
 
 
 def forget(llmc_dir: Path) -> None:

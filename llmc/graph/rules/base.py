@@ -51,6 +51,7 @@ class LangRules:
     """One language family's resolution rules, for one resolver run."""
 
     family = ""
+    table_key = ""  # the first item of the keys of this family's own table entries
 
     def __init__(self, r: Resolution) -> None:
         self.r = r
@@ -63,8 +64,17 @@ class LangRules:
     def index_file(self, path: str, f: FileFacts) -> None:
         """Add the file's definitions to this family's own tables."""
 
-    def snapshot(self, out: dict[tuple, Any]) -> None:
-        """Add this family's tables to the resolver's snapshot, one key per lookup."""
+    def keys(self, path: str, f: FileFacts) -> list[tuple]:
+        """The keys of this family's table entries that ``path``'s facts ``f`` add to
+        (the keys its lookups record, see :meth:`value`)."""
+        return []
+
+    def value(self, key: tuple) -> Any:
+        """The table entry a lookup recording ``key`` reads: equal values, equal answers."""
+        return None
+
+    def refresh(self, keys: set[tuple]) -> None:
+        """Recompute these entries from every file's facts, after some files changed."""
 
     def bind_import(self, path: str, imp: Import, names: dict[str, list[ImportRef]]) -> bool:
         """Bind the names of an import the family's own way; False: the common way."""

@@ -15,6 +15,7 @@ from llmc.graph.target import PKG, Target, node
 
 class GoRules(LangRules):
     family = "go"
+    table_key = "go"  # the key its lookups record
 
     def __init__(self, r: Resolution) -> None:
         super().__init__(r)
@@ -29,9 +30,22 @@ class GoRules(LangRules):
                 if not path.endswith("_test.go"):
                     self.members[d].setdefault(q, f"{path}::{q}")
 
-    def snapshot(self, out: dict[tuple, Any]) -> None:
-        for d in self.members_all.keys() | self.members.keys():
-            out[("go", d)] = (dict(self.members.get(d, {})), dict(self.members_all.get(d, {})))
+    def keys(self, path: str, f: FileFacts) -> list[tuple]:
+        return [("go", posixpath.dirname(path))]
+
+    def value(self, key: tuple) -> Any:
+        d = key[1]
+        return (dict(self.members.get(d, {})), dict(self.members_all.get(d, {})))
+
+    def refresh(self, keys: set[tuple]) -> None:
+        """A package's names again from its files in path order (the first one wins)."""
+        r = self.r
+        for _, d in keys:
+            self.members.pop(d, None)
+            self.members_all.pop(d, None)
+            for p in sorted(r.mods.go_files.get(d, ()), key=r.order.__getitem__):
+                if r.rules.get(p) is self:
+                    self.index_file(p, r.facts[p])
 
     def bind_import(self, path: str, imp: Import, names: dict[str, list[ImportRef]]) -> bool:
         if imp.alias == ".":

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 class JavaRules(LangRules):
     family = "java"
+    table_key = "java"  # the key its lookups record
 
     def __init__(self, r: Resolution) -> None:
         super().__init__(r)
@@ -26,9 +27,35 @@ class JavaRules(LangRules):
             if d.kind in TYPE_KINDS:
                 self.fqns[f"{f.module}.{q}" if f.module else q] = f"{path}::{q}"
 
-    def snapshot(self, out: dict[tuple, Any]) -> None:
-        for sym, nid in self.fqns.items():
-            out[("java", sym)] = nid
+    def keys(self, path: str, f: FileFacts) -> list[tuple]:
+        return [
+            ("java", f"{f.module}.{d.qualname}" if f.module else d.qualname)
+            for d in f.defs
+            if d.kind in TYPE_KINDS
+        ]
+
+    def value(self, key: tuple) -> Any:
+        return self.fqns.get(key[1])
+
+    def refresh(self, keys: set[tuple]) -> None:
+        """The last file in path order that defines a type name wins, as in a build."""
+        r = self.r
+        for _, sym in keys:
+            parts = sym.split(".")
+            splits = [(".".join(parts[:i]), ".".join(parts[i:])) for i in range(len(parts))]
+            best: tuple[int, str] | None = None
+            for pkg, q in splits:
+                for p in r.mods.java_pkg_files.get(pkg, ()):
+                    if r.rules.get(p) is not self:
+                        continue
+                    d = r.defs.get(p, {}).get(q)
+                    if d is not None and d.kind in TYPE_KINDS:
+                        if best is None or r.order[p] > best[0]:
+                            best = (r.order[p], f"{p}::{q}")
+            if best is None:
+                self.fqns.pop(sym, None)
+            else:
+                self.fqns[sym] = best[1]
 
     def fqn(self, sym: str) -> str | None:
         self.r.read(("java", sym))

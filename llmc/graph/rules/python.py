@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 class PythonRules(LangRules):
     family = "python"
+    table_key = "pyfqn"  # the key its lookups record
 
     def __init__(self, r: Resolution) -> None:
         super().__init__(r)
@@ -32,9 +33,37 @@ class PythonRules(LangRules):
         for q in self.r.defs[path]:
             self.fqns[f"{mod}.{q}" if mod else q] = f"{path}::{q}"
 
-    def snapshot(self, out: dict[tuple, Any]) -> None:
-        for sym, nid in self.fqns.items():
-            out[("pyfqn", sym)] = nid
+    def keys(self, path: str, f: FileFacts) -> list[tuple]:
+        mod = self.r.mods.py_module.get(path, "")
+        quals = dict.fromkeys(d.qualname for d in f.defs if d.kind != "impl")
+        return [("pyfqn", f"{mod}.{q}" if mod else q) for q in quals]
+
+    def value(self, key: tuple) -> Any:
+        return self.fqns.get(key[1])
+
+    def refresh(self, keys: set[tuple]) -> None:
+        """The last file in path order that defines a dotted name wins, as in a build.
+        A name ``a.b.c`` can come from module ``a`` (``b.c``), ``a.b`` (``c``), ...;
+        files without a module name (a root ``__init__.py``) define it as it is."""
+        mods, order = self.r.mods, self.r.order
+        for _, sym in keys:
+            best: tuple[int, str] | None = None
+            parts = sym.split(".")
+            splits = [(".".join(parts[:i]), ".".join(parts[i:])) for i in range(1, len(parts))]
+            for mod, q in [*splits, ("", sym)]:
+                paths = mods.py_by_module.get(mod, ()) if mod else self._unnamed()
+                for p in paths:
+                    if self.r.rules.get(p) is not self:
+                        continue
+                    if q in self.r.defs.get(p, ()) and (best is None or order[p] > best[0]):
+                        best = (order[p], f"{p}::{q}")
+            if best is None:
+                self.fqns.pop(sym, None)
+            else:
+                self.fqns[sym] = best[1]
+
+    def _unnamed(self) -> list[str]:
+        return [p for p, m in self.r.mods.py_module.items() if not m and p in self.r.defs]
 
     def bare_import(self, imp: Import) -> str:
         return imp.module.split(".")[0]

@@ -1,0 +1,469 @@
+"""A kept resolver brought up to date file by file: the one-file update, O(edit).
+
+A build makes its tables (:mod:`llmc.graph.tables`) from every file's facts. When the
+file list and the package layout are unchanged, an update instead takes the previous
+run's resolver and *patches* it: each changed file's contributions are taken out of the
+tables (its nodes, names, members, bindings, imports, language tables, the methods it
+attaches to a type elsewhere and the bases it declares) and its new ones put in, every
+entry that depends on the order of files (names in path order, the last or first file
+that defines a dotted or package name, a type's members and bases gathered across files)
+is recomputed from its contributing files, and the entries that differ before and after
+are the ones that changed: no snapshot of the whole tables. A file whose owner lookups
+(the type an impl block or Go method attaches to) read a changed entry is re-attached,
+until nothing more changes. The files to resolve again are the changed ones and those
+whose recorded reads meet a changed entry (:mod:`llmc.graph.incremental`).
+
+Merged edges are patched too (:class:`EdgePatch`): the edges a re-resolved file produced
+before and produces now are merged again from the files that contribute to them, in the
+order a full build merges them, and so are the ``tests`` edges derived from them. The
+random edit-sequence tests (incremental == full build) guard all of this.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from llmc.graph.edges import EdgeTable, Event
+from llmc.graph.incremental import PHASES, FileResult
+from llmc.graph.model import (
+    BY_NAME,
+    CALLS,
+    DEFINES,
+    IMPORTS,
+    SECTION,
+    TESTS,
+    UNRESOLVED,
+    FileFacts,
+    node_id,
+)
+from llmc.graph.tables import _index_file, file_keys, value
+
+if TYPE_CHECKING:
+    from llmc.graph.resolve import Resolver
+
+log = logging.getLogger(__name__)
+_MISSING = object()
+
+
+def patch_tables(r: Resolver, new: dict[str, FileFacts]) -> set[tuple]:
+    """Replace the facts of the files in ``new`` (same file list) in ``r``'s tables;
+    returns the keys of the table entries whose value changed."""
+    old: dict[tuple, Any] = {}
+
+    def remember(keys) -> None:
+        for k in keys:
+            if k not in old:
+                old[k] = value(r, k)
+
+    changed = sorted(new, key=r.order.__getitem__)
+    for p in changed:
+        remember(file_keys(r, p, r.facts[p]))
+        remember(file_keys(r, p, new[p]))
+        remember(_owner_keys(r, p))
+    owners: set[str] = set()  # types whose members must be gathered again
+    based: set[str] = set()  # types whose bases must be gathered again
+    for p in changed:
+        owners |= _unindex(r, p)
+    for p in changed:
+        r.facts[p] = new[p]
+        _index_file(r, p, new[p])
+    # names, qualified names and own members of every def that was or is in a changed file
+    names = {k[1] for k in old if k[0] == "name"}
+    quals = {k[1] for k in old if k[0] == "qual"}
+    owners |= {k[1] for k in old if k[0] == "members"}
+    path_order = _path_order(r)
+    for n in names:
+        _resort(r.by_name, n, path_order)
+    for q in quals:
+        _resort(r.by_qual, q, path_order)
+    for rules in r.family_rules.values():
+        keys = {k for k in old if k[0] == rules.table_key and rules.table_key}
+        if keys:
+            rules.refresh(keys)
+    r.memo.clear()
+    # The types a file's impl methods and bases attach to are looked up in the tables:
+    # again for the changed files, and for any file whose lookups read a changed entry.
+    todo = list(changed)
+    done: set[str] = set()
+    while todo:
+        for p in todo:
+            remember(_owner_keys(r, p))
+            o, b = _reattach(r, p)
+            owners |= o
+            based |= b
+            done.add(p)
+        for cid in owners:
+            remember([("members", cid)])
+        for cid in based:
+            remember([("bases", cid)])
+        _gather_members(r, owners)
+        _gather_bases(r, based, remember)
+        owners, based = set(), set()
+        r.memo.clear()
+        diff = _diff(r, old)
+        todo = [
+            q for q, reads in r.owner_reads.items() if q not in done and not reads.isdisjoint(diff)
+        ]
+        todo.sort(key=r.order.__getitem__)
+    return _diff(r, old)
+
+
+def _diff(r: Resolver, old: dict[tuple, Any]) -> set[tuple]:
+    return {k for k, v in old.items() if value(r, k) != v}
+
+
+def _path_order(r: Resolver) -> Any:
+    order, nodes = r.order, r.nodes
+    return lambda nid: order[nodes[nid]["path"]]
+
+
+def _resort(index: dict[str, list[str]], key: str, by: Any) -> None:
+    lst = index.get(key)
+    if lst is None:
+        return
+    if not lst:
+        del index[key]
+        return
+    lst.sort(key=by)  # stable: a file's own entries keep their order
+
+
+def _owner_keys(r: Resolver, path: str) -> list[tuple]:
+    """The entries a file's impl methods and bases attach to: the owners' members and
+    bases, and its own inheritance entries."""
+    keys: list[tuple] = [("inherits", path)]
+    for owner, _ in r.orphans.get(path, ()):
+        if owner is not None:
+            keys.append(("members", owner))
+    for owner, *_ in r.inherit_owners.get(path, ()):
+        keys.append(("bases", owner))
+    return keys
+
+
+def _unindex(r: Resolver, path: str) -> set[str]:
+    """Take ``path``'s own contributions out of the tables; the types whose members must
+    be gathered again are returned (its bases go in :func:`_reattach`)."""
+    f = r.facts[path]
+    owners: set[str] = set()
+    defs = r.defs.get(path, {})
+    edges = r.table.edges
+    for d in f.defs:
+        if d.kind == "impl":
+            continue
+        nid = node_id(path, d.qualname)
+        r.nodes.pop(nid, None)
+        parent = d.qualname.rpartition(".")[0]
+        if d.kind == SECTION:
+            parent = d.qualname.rpartition(" > ")[0]
+            edges.pop((node_id(path, parent) if parent in defs else path, nid, DEFINES), None)
+            continue
+        for index, k in ((r.by_name, d.name), (r.by_qual, d.qualname)):
+            lst = index.get(k)
+            if lst is not None and nid in lst:
+                lst.remove(nid)
+        if not parent:
+            edges.pop((path, nid, DEFINES), None)
+        elif parent in defs:
+            edges.pop((node_id(path, parent), nid, DEFINES), None)
+            owners.add(node_id(path, parent))
+            r.members.pop(node_id(path, parent), None)
+        else:
+            edges.pop((path, nid, DEFINES), None)
+    for owner, d in r.orphans.get(path, ()):
+        if owner is not None:
+            edges.pop((owner, node_id(path, d.qualname), DEFINES), None)
+            owners.add(owner)
+    for b in f.bindings:
+        r.bindings.pop((path, b.scope), None)
+    r.names.pop(path, None)
+    r.wild.pop(path, None)
+    r.reexports.pop(path, None)
+    return owners
+
+
+def _reattach(r: Resolver, path: str) -> tuple[set[str], set[str]]:
+    """Look up again the types ``path``'s impl methods and declared bases attach to.
+    Returns the types whose members, and whose bases, must be gathered again."""
+    owners: set[str] = set()
+    based: set[str] = set()
+    edges = r.table.edges
+    for owner, d in r.orphans.pop(path, ()):
+        if owner is not None:
+            edges.pop((owner, node_id(path, d.qualname), DEFINES), None)
+            owners.add(owner)
+    for owner, *_ in r.inherit_owners.pop(path, ()):
+        based.add(owner)
+    r.owner_reads.pop(path, None)
+    r.memo.reads = set()
+    orphans = []
+    for d in r.facts[path].defs:
+        if d.kind == "impl" or d.kind == SECTION:
+            continue
+        parent = d.qualname.rpartition(".")[0]
+        if not parent or parent in r.defs[path]:
+            continue
+        owner = r.owner_class(path, parent)
+        orphans.append((owner, d))
+        if owner is not None:
+            r.table.add(owner, node_id(path, d.qualname), DEFINES)
+            owners.add(owner)
+    inherits = []
+    for inh in r.facts[path].inherits:
+        if r.def_kind(path, inh.scope) == "impl":
+            owner = r.owner_class(path, inh.scope)
+        else:
+            owner = node_id(path, inh.scope) if inh.scope in r.defs[path] else None
+        if owner is not None:
+            inherits.append((owner, inh.scope, inh.base, inh.line))
+            based.add(owner)
+    if orphans:
+        r.orphans[path] = orphans
+    if inherits:
+        r.inherit_owners[path] = inherits
+    if r.memo.reads:
+        r.owner_reads[path] = set(r.memo.reads)
+    return owners, based
+
+
+def _gather_members(r: Resolver, owners: set[str]) -> None:
+    """Each type's members again: its own (in its file), then the methods attached from
+    impl blocks and receivers in path order (the first one wins), as a build adds them."""
+    if not owners:
+        return
+    attached: dict[str, list[tuple[str, str]]] = {}
+    for p in sorted(r.orphans, key=r.order.__getitem__):
+        for owner, d in r.orphans[p]:
+            if owner in owners:
+                attached.setdefault(owner, []).append((d.name, node_id(p, d.qualname)))
+    for cid in owners:
+        m: dict[str, str] = {}
+        n = r.nodes.get(cid)
+        if n is not None and n.get("qualname"):
+            path, qual = n["path"], n["qualname"]
+            defs = r.defs.get(path, {})
+            if qual in defs:
+                for d in r.facts[path].defs:
+                    if d.kind == "impl" or d.kind == SECTION:
+                        continue
+                    if d.qualname.rpartition(".")[0] == qual:
+                        m[d.name] = node_id(path, d.qualname)
+        for name, nid in attached.get(cid, ()):
+            m.setdefault(name, nid)
+        if m:
+            r.members[cid] = m
+        else:
+            r.members.pop(cid, None)
+
+
+def _gather_bases(r: Resolver, based: set[str], remember: Any) -> None:
+    """Each type's declared bases again, in path order, and the inheritance entries
+    (owner, index among its bases, base, line) of every file that declares one."""
+    if not based:
+        return
+    files: set[str] = set()
+    for p, entries in r.inherit_owners.items():
+        if any(e[0] in based for e in entries):
+            files.add(p)
+    for p, entries in r.inherit_entries.items():  # and those that no longer do
+        if any(e[0] in based for e in entries):
+            files.add(p)
+    remember([("inherits", p) for p in files])
+    for cid in based:
+        r.raw_bases.pop(cid, None)
+    for p in sorted(files, key=r.order.__getitem__):
+        for owner, scope, base, line in r.inherit_owners.get(p, ()):
+            if owner in based:
+                r.raw_bases.setdefault(owner, []).append((p, scope, base, line))
+    for p in files:
+        entries = []
+        seen: Counter = Counter()
+        for owner, scope, base, line in r.inherit_owners.get(p, ()):
+            raw = r.raw_bases.get(owner, [])
+            i = raw.index((p, scope, base, line), seen[owner])
+            seen[owner] = i + 1
+            entries.append((owner, i, base, line))
+        if entries:
+            r.inherit_entries[p] = entries
+        else:
+            r.inherit_entries.pop(p, None)
+
+
+# == merged edges ============================================================================
+def _event_key(ev: Event) -> tuple:
+    return ev[:3] if len(ev) != 3 else ("?", ev[0])
+
+
+class EdgePatch:
+    """What patching the merged edges needs, kept with the resolver: which files
+    contribute to each edge (and ``?name`` node), and which ``tests`` edge each call or
+    import edge feeds."""
+
+    def __init__(self, r: Resolver, results: dict[str, FileResult]) -> None:
+        self.contrib: dict[tuple, list[str]] = {}
+        for path, res in results.items():
+            for events in res.phases:
+                for ev in events:
+                    k = _event_key(ev)
+                    lst = self.contrib.get(k)
+                    if lst is None:
+                        self.contrib[k] = [path]
+                    elif lst[-1] != path:
+                        lst.append(path)
+        self.feeds: dict[tuple, tuple] = {}  # call/import edge -> the tests edge it feeds
+        self.fed: dict[tuple, set[tuple]] = {}  # tests edge -> the edges feeding it
+        self._tests_all(r)
+
+    def _tests_all(self, r: Resolver) -> None:
+        self.feeds.clear()
+        self.fed.clear()
+        tests = _test_paths(r)
+        for key, e in r.table.edges.items():
+            t = self._feed(r, key, e, tests)
+            if t is not None:
+                self.feeds[key] = t
+                self.fed.setdefault(t, set()).add(key)
+
+    def _feed(self, r: Resolver, key: tuple, e: dict, tests: set[str]) -> tuple | None:
+        """The tests edge that edge ``key`` feeds (see ``EdgeTable.add_tests``)."""
+        src, dst, etype = key
+        if etype not in (CALLS, IMPORTS) or e["confidence"] < BY_NAME:
+            return None
+        if src.partition("::")[0] not in tests:
+            return None
+        tgt = r.nodes.get(dst)
+        if tgt is None or tgt["kind"] == UNRESOLVED:
+            return None
+        if r.nodes.get(tgt["path"], {}).get("test"):
+            return None
+        test = r._test_source(src)
+        if test is None or (test == dst):
+            return None
+        return (test, dst, TESTS)
+
+    def apply(
+        self,
+        r: Resolver,
+        old: dict[str, FileResult],
+        new: dict[str, FileResult],
+        tests_flag_changed: bool,
+    ) -> None:
+        """Merge again every edge that a re-resolved file's old or new results touch."""
+        order = r.order
+        edges = r.table.edges
+        affected: set[tuple] = set()
+        for path in new:
+            before = old.get(path)
+            keys_before = _keys(before) if before is not None else set()
+            keys_now = _keys(new[path])
+            for k in keys_before - keys_now:
+                lst = self.contrib.get(k)
+                if lst is not None and path in lst:
+                    lst.remove(path)
+                    if not lst:
+                        del self.contrib[k]
+            for k in keys_now - keys_before:
+                lst = self.contrib.setdefault(k, [])
+                lst.append(path)
+                if len(lst) > 1:
+                    lst.sort(key=order.__getitem__)
+            affected |= keys_before | keys_now
+        # events of the affected keys from every file contributing to them; a ``?name``
+        # node takes the first of its events in merge order (phase, then file): a
+        # name-only base (phase 1) from any file, else the first file's call
+        per_file: dict[str, set[tuple]] = {}
+        firsts: dict[tuple, tuple] = {}
+        for k in affected:
+            files = self.contrib.get(k, ())
+            if k[0] != "?":
+                for p in files:
+                    per_file.setdefault(p, set()).add(k)
+            elif files:
+                firsts[k] = self._first_unresolved(r, k, files, new)
+        gathered: dict[tuple, list[tuple]] = {}
+        for p, keys in per_file.items():
+            res = new[p] if p in new else r.results[p]
+            rank = order[p]
+            for phase, events in enumerate(res.phases):
+                for i, ev in enumerate(events):
+                    if len(ev) != 3 and ev[:3] in keys:
+                        gathered.setdefault(ev[:3], []).append((phase, rank, i, ev))
+        tests_dirty: set[tuple] = set()
+        table = EdgeTable(r.nodes)
+        for k in affected:
+            if k[0] == "?":
+                uid = k[1]
+                if k in firsts:
+                    _, name, cands = firsts[k]
+                    r.nodes[uid] = {"kind": UNRESOLVED, "name": name, "candidates": cands}
+                else:
+                    r.nodes.pop(uid, None)
+                continue
+            edges.pop(k, None)
+            table.edges = edges
+            for *_, ev in sorted(gathered.get(k, ())):
+                table.add(*ev)
+            t = self.feeds.pop(k, None)
+            if t is not None:
+                self.fed[t].discard(k)
+                tests_dirty.add(t)
+        if tests_flag_changed:  # a file became (or stopped being) a test file
+            for t in self.fed:
+                edges.pop(t, None)
+            self._tests_all(r)
+            self._rebuild_tests(r, set(self.fed))
+            return
+        tests = _test_paths(r)
+        # edges from changed files: their tests may have moved; and all affected edges
+        for k in list(affected):
+            if k[0] == "?":
+                continue
+            e = edges.get(k)
+            if e is None:
+                continue
+            t = self._feed(r, k, e, tests)
+            if t is not None:
+                self.feeds[k] = t
+                self.fed.setdefault(t, set()).add(k)
+                tests_dirty.add(t)
+        self._rebuild_tests(r, tests_dirty)
+
+    def _first_unresolved(
+        self, r: Resolver, k: tuple, files: list[str], new: dict[str, FileResult]
+    ) -> tuple:
+        """The first ``?name`` event of ``k`` in merge order among ``files`` (path order)."""
+        uid = k[1]
+        for phase in range(len(PHASES)):
+            for p in files:
+                res = new[p] if p in new else r.results[p]
+                for ev in res.phases[phase]:
+                    if len(ev) == 3 and ev[0] == uid:
+                        return ev
+        raise AssertionError(f"no event for {uid}")  # contributors always have one
+
+    def _rebuild_tests(self, r: Resolver, dirty: set[tuple]) -> None:
+        """Merge each tests edge again from the edges feeding it: imports before calls
+        (a build adds them in that order), so the ``via`` of the strongest is kept."""
+        edges = r.table.edges
+        table = EdgeTable(r.nodes)
+        table.edges = edges
+        for t in dirty:
+            edges.pop(t, None)
+            keys = self.fed.get(t)
+            if not keys:
+                self.fed.pop(t, None)
+                continue
+            for k in sorted(keys, key=lambda k: (k[2] == CALLS, k)):
+                e = edges[k]
+                table.add(t[0], t[1], TESTS, e["confidence"], e.get("line", 0), k[2])
+
+
+def _keys(res: FileResult) -> set[tuple]:
+    return {_event_key(ev) for events in res.phases for ev in events}
+
+
+def _test_paths(r: Resolver) -> set[str]:
+    return {p for p, f in r.facts.items() if f.test or any(d.test for d in f.defs)}
+
+
+__all__ = ["EdgePatch", "patch_tables"]
