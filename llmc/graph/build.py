@@ -45,8 +45,10 @@ from llmc.graph.model import (
     UNRESOLVED,
     FileFacts,
     GraphStats,
+    node_id,
 )
 from llmc.graph.modules import ModuleIndex
+from llmc.graph.output import NodeLink, Tracked, pieces_usable
 from llmc.graph.resolve import Resolver
 from llmc.graph.tables import module_signature
 
@@ -60,7 +62,8 @@ log = logging.getLogger(__name__)
 # resolves again instead of reusing the previous graph.
 RESOLVER_VERSION = 2
 _FAILURES = ("unreadable", "binary", "extract", "doc:")  # errors that lose a file's facts
-_BOM = b"\xef\xbb\xbf"  # the indexer reads text without it (``walk.read_text``)
+_BOM = b"\xef\xbb\xbf"
+_SQL_PATHS = 500  # more paths than this: read every span row (SQLite's variable limit)  # the indexer reads text without it (``walk.read_text``)
 
 
 def graph_path(repo_root: Path) -> Path:
@@ -162,6 +165,9 @@ def _update(
     if unchanged and previous is None:
         previous = _read_json(graph_file)
         unchanged = _header(previous) is not None
+    output: NodeLink | None = None  # a kept resolver's encoded pieces, patched
+    span_nodes_of: dict[str, dict[str, str]] | None = None
+    resolver: Resolver | None = None
     if unchanged:  # nothing to extract or resolve: refresh span ids and the generation
         nodes = {n.pop("id"): n for n in previous["nodes"]}
         edges = [(e.pop("source"), e.pop("target"), e.pop("key"), e) for e in previous["edges"]]
@@ -218,27 +224,43 @@ def _update(
             resolver = Resolver(facts, repo_root, cfg.name_fallback, mods=mods)
             nodes, edges, counts = resolver.run()
         else:
-            nodes, edges, counts = resolver.update(facts, keep_edges)
+            nodes, counts = resolver.update(facts, keep_edges)
+            if keep_edges and kept is not None and kept.output is not None:
+                output = kept.output
+            else:
+                edges = resolver.edge_list()
         resolved = resolver.files_resolved
         log.debug("graph: resolved %d of %d files", resolved, len(facts))
+        token = uuid.uuid4().hex
+        cache = {"version": FACTS_VERSION, "token": token, "files": new_cache}
+        _write_facts_cache(facts_file, cache, resolver)
+    if output is not None:  # a patched resolver: only the changed files' spans and pieces
+        dirty = changed_set | resolver.facts_changed
+        span_nodes_of = kept.span_nodes  # type: ignore[union-attr]
+        touched = _map_spans(nodes, resolver, _span_rows(store, dirty), dirty, span_nodes_of)
+        output.update(
+            nodes, resolver.table.edges, nodes.take() | touched, resolver.table.edges.take()
+        )
+        n_nodes, n_edges, by_kind, by_type = output.counts()
+        span_nodes = {sid: nid for per in span_nodes_of.values() for sid, nid in per.items()}
+    else:
         if spans_by_path is None:
             spans_by_path = _span_rows(store)
-        token = uuid.uuid4().hex
-        state = resolver
-        cache = {"version": FACTS_VERSION, "token": token, "files": new_cache}
-        _write_facts_cache(facts_file, cache, state)
-    for n in nodes.values():
-        n.pop("span_id", None)
-    _attach_spans(nodes, spans_by_path)
-    span_nodes = _span_nodes(nodes, spans_by_path)
+        for n in nodes.values():
+            n.pop("span_id", None)
+        _attach_spans(nodes, spans_by_path)
+        span_nodes = _span_nodes(nodes, spans_by_path)
+        n_nodes, n_edges = len(nodes), len(edges)
+        by_kind = dict(Counter(n["kind"] for n in nodes.values()).most_common())
+        by_type = dict(Counter(t for _, _, t, _ in edges).most_common())
 
     seconds = time.perf_counter() - started
     stats = GraphStats(
         generation=generation,
-        nodes=len(nodes),
-        edges=len(edges),
-        nodes_by_kind=dict(Counter(n["kind"] for n in nodes.values()).most_common()),
-        edges_by_type=dict(Counter(t for _, _, t, _ in edges).most_common()),
+        nodes=n_nodes,
+        edges=n_edges,
+        nodes_by_kind=by_kind,
+        edges_by_type=by_type,
         resolution=counts,
         files=len(records),
         files_extracted=extracted,
@@ -249,13 +271,27 @@ def _update(
         seconds=round(seconds, 4),
     )
     meta = {"facts_token": token, "settings": settings, "span_nodes": span_nodes}
-    data = to_node_link(nodes, edges, generation, stats, meta)
-    _write_json(graph_file, data)
+    if output is not None:
+        header = _graph_attrs(generation, stats, meta)
+        _write_atomic(graph_file, output.render(header))
+    else:
+        data = to_node_link(nodes, edges, generation, stats, meta)
+        header = data["graph"]
+        _write_json(graph_file, data)
+        del data
     if not unchanged:
-        if not warm.keep(llmc_dir, graph_file, facts_file, data["graph"], cache, state):
-            state.release()
+        if warm.enabled() and output is None and pieces_usable(records):
+            output = NodeLink(nodes, resolver.table.edges)
+            span_nodes_of = _span_nodes_by_path(span_nodes, spans_by_path)
+            for tracked in (nodes, resolver.table.edges):  # the pieces start from here
+                if isinstance(tracked, Tracked):
+                    tracked.take()
+        if not warm.keep(
+            llmc_dir, graph_file, facts_file, header, cache, resolver, output, span_nodes_of
+        ):
+            resolver.release()
     elif kept is not None:  # the facts file is as it was; the cache and resolution too
-        warm.keep(llmc_dir, graph_file, facts_file, data["graph"], kept.cache, kept.resolver)
+        warm.keep(llmc_dir, graph_file, facts_file, header, kept.cache, kept.resolver)
     log.info(
         "graph: %d nodes, %d edges (%d files re-extracted, %d cached) in %.2fs",
         stats.nodes,
@@ -342,19 +378,26 @@ def _unpickle(blob: bytes) -> FileFacts | None:
     return f if isinstance(f, FileFacts) else None
 
 
-def _span_rows(store: Store) -> dict[str, list[tuple]]:
-    """path → [(span id, kind, qualname, symbol, start, end, part)], without span text."""
+def _span_rows(store: Store, paths: set[str] | None = None) -> dict[str, list[tuple]]:
+    """path → [(span id, kind, qualname, symbol, start, end, part)], without span text;
+    of every file, or of ``paths`` only."""
     out: dict[str, list[tuple]] = {}
+    sql = "SELECT id, path, kind, qualname, symbol, start_line, end_line, part FROM spans"
     try:
-        rows = store.conn.execute(
-            "SELECT id, path, kind, qualname, symbol, start_line, end_line, part FROM spans"
-        ).fetchall()
+        if paths is not None and len(paths) <= _SQL_PATHS:
+            marks = ",".join("?" * len(paths))
+            rows = store.conn.execute(f"{sql} WHERE path IN ({marks})", sorted(paths)).fetchall()
+        else:
+            rows = store.conn.execute(sql).fetchall()
         for sid, path, kind, qual, sym, start, end, part in rows:
-            out.setdefault(path, []).append((sid, kind, qual, sym, start, end, part))
+            if paths is None or path in paths:
+                out.setdefault(path, []).append((sid, kind, qual, sym, start, end, part))
     except Exception as e:  # noqa: BLE001 - fall back to the public iterator
         log.debug("span metadata query failed (%s); iterating spans", e)
         for s in store.iter_spans():
             sp = s.span
+            if paths is not None and sp.path not in paths:
+                continue
             out.setdefault(sp.path, []).append(
                 (s.id, sp.kind, sp.qualname, sp.symbol, sp.start_line, sp.end_line, sp.part)
             )
@@ -426,6 +469,52 @@ def _span_nodes(nodes: dict[str, dict[str, Any]], spans: dict[str, list[tuple]])
     return out
 
 
+def _map_spans(
+    nodes: dict[str, dict[str, Any]],
+    resolver: Resolver,
+    spans: dict[str, list[tuple]],
+    paths: set[str],
+    span_nodes_of: dict[str, dict[str, str]],
+) -> set[str]:
+    """``_attach_spans`` and ``_span_nodes`` for the nodes and spans of ``paths`` only (a
+    node's span is in its own file); returns the ids of the nodes that were mapped."""
+    touched: set[str] = set()
+    for path in paths:
+        ids = [path, *(node_id(path, q) for q in resolver.defs.get(path, ()))]
+        sub = {nid: nodes[nid] for nid in ids if nid in nodes}
+        for n in sub.values():
+            n.pop("span_id", None)
+        rows = {path: spans.get(path, [])}
+        _attach_spans(sub, rows)
+        span_nodes_of[path] = _span_nodes(sub, rows)
+        touched.update(sub)
+    return touched
+
+
+def _span_nodes_by_path(
+    span_nodes: dict[str, str], spans: dict[str, list[tuple]]
+) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for path, rows in spans.items():
+        per = out[path] = {}
+        for row in rows:
+            nid = span_nodes.get(str(row[0]))
+            if nid is not None:
+                per[str(row[0])] = nid
+    return out
+
+
+def _graph_attrs(generation: int, stats: GraphStats, extra: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "version": SCHEMA_VERSION,
+        "generation": generation,
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "stats": stats.to_json(),
+        **extra,
+    }
+
+
 def to_node_link(
     nodes: dict[str, dict[str, Any]],
     edges: list[tuple[str, str, str, dict[str, Any]]],
@@ -437,14 +526,7 @@ def to_node_link(
     return {
         "directed": True,
         "multigraph": True,
-        "graph": {
-            "schema": SCHEMA,
-            "version": SCHEMA_VERSION,
-            "generation": generation,
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "stats": stats.to_json(),
-            **(extra or {}),
-        },
+        "graph": _graph_attrs(generation, stats, extra or {}),
         "nodes": [{"id": nid, **attrs} for nid, attrs in sorted(nodes.items())],
         "edges": [
             {"source": s, "target": d, "key": t, "type": t, **attrs}

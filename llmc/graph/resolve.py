@@ -45,6 +45,7 @@ from llmc.graph.model import (
     unresolved_id,
 )
 from llmc.graph.modules import ModuleIndex
+from llmc.graph.output import Tracked
 from llmc.graph.patch import EdgePatch, patch_tables
 from llmc.graph.rules.base import LangRules
 from llmc.graph.tables import build_tables, module_signature
@@ -91,6 +92,7 @@ class Resolver(Lookup):
         self._pickled: dict[str, bytes] = {}  # path -> its results, pickled
         self.files_resolved = 0
         self.edge_patch: EdgePatch | None = None  # kept resolvers: see ``update``
+        self.facts_changed: set[str] = set()  # files whose facts the last update replaced
 
     # == run ===============================================================================
     def run(self) -> tuple[dict[str, dict[str, Any]], Edges, dict]:
@@ -130,12 +132,19 @@ class Resolver(Lookup):
 
     def update(
         self, facts: dict[str, FileFacts], keep_edges: bool
-    ) -> tuple[dict[str, dict[str, Any]], Edges, dict]:
+    ) -> tuple[dict[str, dict[str, Any]], dict]:
         """Bring this resolver (its tables, results and, with ``keep_edges``, merged
         edges, all of the previous run) to ``facts``: the same files, some of them with
         new facts. Patches the tables (:mod:`llmc.graph.patch`), resolves again the
-        files that changed or read a changed entry, and merges their edges again."""
+        files that changed or read a changed entry, and merges their edges again.
+        Returns (nodes, counts by type); the edges are in ``self.table.edges``, and a
+        kept resolver's nodes and edges remember which ids and keys changed
+        (:class:`~llmc.graph.output.Tracked`)."""
+        if keep_edges and not isinstance(self.nodes, Tracked):
+            self.nodes = self.table.nodes = Tracked(self.nodes)
+            self.table.edges = Tracked(self.table.edges)
         delta = {p: f for p, f in facts.items() if f is not self.facts[p]}
+        self.facts_changed = set(delta)
         tests_flag = any(f.test != self.facts[p].test for p, f in delta.items())
         keys = patch_tables(self, delta) if delta else set()
         self._candidates.clear()
@@ -149,13 +158,14 @@ class Resolver(Lookup):
             self._pickled.pop(p, None)
         if not keep_edges:
             self.results.update(new)
-            return self._merge(self.results)
+            nodes, _, counts = self._merge(self.results)
+            return nodes, counts
         if self.edge_patch is None:
             self.edge_patch = EdgePatch(self, self.results)
         old = {p: self.results[p] for p in new}
         self.results.update(new)
         self.edge_patch.apply(self, old, new, tests_flag)
-        return self.nodes, self._edges(), self._counts(self.results)
+        return self.nodes, self._counts(self.results)
 
     def release(self) -> None:
         """Drop the language rules' references back to this resolver. Without that cycle,
@@ -172,9 +182,9 @@ class Resolver(Lookup):
                 table.add_tests(self._test_source, tests)
             for res in results.values():
                 table.replay(res.phases[phase])
-        return self.nodes, self._edges(), self._counts(results)
+        return self.nodes, self.edge_list(), self._counts(results)
 
-    def _edges(self) -> Edges:
+    def edge_list(self) -> Edges:
         return [(s, d, t, attrs) for (s, d, t), attrs in self.table.edges.items()]
 
     def _counts(self, results: dict[str, FileResult]) -> dict:

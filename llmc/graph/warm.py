@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from llmc.graph.output import NodeLink
     from llmc.graph.resolve import Resolver
 
 
@@ -39,6 +40,8 @@ class WarmGraph:
     header: dict[str, Any]
     cache: dict[str, Any]
     resolver: Resolver | None
+    output: NodeLink | None = None  # the graph JSON in encoded pieces (llmc.graph.output)
+    span_nodes: dict[str, dict[str, str]] | None = None  # path -> span id -> node id
 
 
 _enabled = False
@@ -78,6 +81,8 @@ def keep(
     header: dict[str, Any],
     cache: dict[str, Any],
     resolver: Resolver | None,
+    output: NodeLink | None = None,
+    span_nodes: dict[str, dict[str, str]] | None = None,
 ) -> bool:
     """Keep what an update just wrote to ``graph_file`` and ``facts_file`` (when enabled);
     False when it was not kept."""
@@ -90,7 +95,7 @@ def keep(
         _kept.pop(_key(llmc_dir), None)
         while len(_kept) >= _MAX_REPOSITORIES:
             _kept.pop(next(iter(_kept)))
-        _kept[_key(llmc_dir)] = WarmGraph(stamps, header, cache, resolver)  # type: ignore[arg-type]
+        _kept[_key(llmc_dir)] = WarmGraph(stamps, header, cache, resolver, output, span_nodes)  # type: ignore[arg-type]
     return True
 
 

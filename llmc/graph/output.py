@@ -1,0 +1,170 @@
+"""The node-link JSON of a kept graph, re-encoded piece by piece after a patch.
+
+``to_node_link`` (in :mod:`llmc.graph.build`) makes the whole document: every node and
+edge as a new dict, sorted, then encoded. A process that keeps its resolver (the daemon)
+keeps the encoded document in pieces instead, and after a one-file update encodes again
+only the pieces whose nodes or edges changed, then joins them: the same bytes as
+``orjson.dumps(to_node_link(...))``.
+
+A piece is what sorts together: a file's node (key ``path``), its definitions (key
+``path::``, every id in it starts so), an unresolved ``?name`` node (its id), and the
+edges leaving a file's node or its definitions (same keys, by the edge's source). Ordering
+the pieces by key orders every id as one sort of all ids would, since no other id falls
+between ``path::`` and the ids that extend it — unless a path itself holds ``::`` or starts
+with ``?``, where the kept pieces are not used (the whole document is made again).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+_HEAD = b'{"directed":true,"multigraph":true,"graph":'
+
+
+class Tracked(dict):
+    """A dict that remembers which keys were set or removed since :meth:`take`."""
+
+    __slots__ = ("touched",)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.touched: set = set()
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.touched.add(key)
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self.touched.add(key)
+        super().__delitem__(key)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        self.touched.add(key)
+        return super().pop(key, *default)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key not in self:
+            self.touched.add(key)
+        return super().setdefault(key, default)
+
+    def take(self) -> set:
+        out, self.touched = self.touched, set()
+        return out
+
+
+def piece_of(nid: str) -> str:
+    """The piece a node (or the edges leaving it) is encoded in."""
+    if nid.startswith("?"):
+        return nid
+    path, sep, _ = nid.partition("::")
+    return path + sep
+
+
+def pieces_usable(paths: Iterable[str]) -> bool:
+    return not any("::" in p or p.startswith("?") for p in paths)
+
+
+class NodeLink:
+    """The encoded pieces of a graph's nodes and edges, and the counts its stats give."""
+
+    def __init__(self, nodes: dict[str, dict[str, Any]], edges: dict[tuple, dict]) -> None:
+        self.node_ids: dict[str, set[str]] = {}
+        self.edge_keys: dict[str, set[tuple]] = {}
+        for nid in nodes:
+            self.node_ids.setdefault(piece_of(nid), set()).add(nid)
+        for key in edges:
+            self.edge_keys.setdefault(piece_of(key[0]), set()).add(key)
+        self.node_bytes: dict[str, bytes] = {}
+        self.edge_bytes: dict[str, bytes] = {}
+        self.kinds: dict[str, Counter] = {}
+        self.types: dict[str, Counter] = {}
+        for piece in self.node_ids:
+            self._nodes(piece, nodes)
+        for piece in self.edge_keys:
+            self._edges(piece, edges)
+
+    def update(
+        self,
+        nodes: dict[str, dict[str, Any]],
+        edges: dict[tuple, dict],
+        touched_nodes: Iterable[str],
+        touched_edges: Iterable[tuple],
+    ) -> None:
+        """Encode again the pieces of these nodes (added, removed or changed) and edges."""
+        node_pieces: set[str] = set()
+        for nid in touched_nodes:
+            piece = piece_of(nid)
+            node_pieces.add(piece)
+            ids = self.node_ids.setdefault(piece, set())
+            if nid in nodes:
+                ids.add(nid)
+            else:
+                ids.discard(nid)
+        edge_pieces: set[str] = set()
+        for key in touched_edges:
+            piece = piece_of(key[0])
+            edge_pieces.add(piece)
+            keys = self.edge_keys.setdefault(piece, set())
+            if key in edges:
+                keys.add(key)
+            else:
+                keys.discard(key)
+        for piece in node_pieces:
+            self._nodes(piece, nodes)
+        for piece in edge_pieces:
+            self._edges(piece, edges)
+
+    def _nodes(self, piece: str, nodes: dict[str, dict[str, Any]]) -> None:
+        ids = self.node_ids.get(piece)
+        if not ids:
+            self.node_ids.pop(piece, None)
+            self.node_bytes.pop(piece, None)
+            self.kinds.pop(piece, None)
+            return
+        rows = [{"id": nid, **nodes[nid]} for nid in sorted(ids)]
+        self.node_bytes[piece] = orjson.dumps(rows)[1:-1]
+        self.kinds[piece] = Counter(r["kind"] for r in rows)
+
+    def _edges(self, piece: str, edges: dict[tuple, dict]) -> None:
+        keys = self.edge_keys.get(piece)
+        if not keys:
+            self.edge_keys.pop(piece, None)
+            self.edge_bytes.pop(piece, None)
+            self.types.pop(piece, None)
+            return
+        rows = [
+            {"source": s, "target": d, "key": t, "type": t, **edges[(s, d, t)]}
+            for s, d, t in sorted(keys, key=lambda k: (k[0], k[2], k[1]))
+        ]
+        self.edge_bytes[piece] = orjson.dumps(rows)[1:-1]
+        self.types[piece] = Counter(k[2] for k in keys)
+
+    def counts(self) -> tuple[int, int, dict[str, int], dict[str, int]]:
+        """Nodes, edges, nodes by kind and edges by type (most common first)."""
+        kinds: Counter = Counter()
+        for c in self.kinds.values():
+            kinds.update(c)
+        types: Counter = Counter()
+        for c in self.types.values():
+            types.update(c)
+        return (
+            sum(kinds.values()),
+            sum(types.values()),
+            dict(kinds.most_common()),
+            dict(types.most_common()),
+        )
+
+    def render(self, graph: dict[str, Any]) -> bytes:
+        """The whole document with these graph attributes."""
+        nodes = b",".join(self.node_bytes[k] for k in sorted(self.node_bytes))
+        edges = b",".join(self.edge_bytes[k] for k in sorted(self.edge_bytes))
+        return b"".join(
+            (_HEAD, orjson.dumps(graph), b',"nodes":[', nodes, b'],"edges":[', edges, b"]}")
+        )
+
+
+__all__ = ["NodeLink", "Tracked", "piece_of", "pieces_usable"]
