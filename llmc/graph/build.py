@@ -87,7 +87,9 @@ def update_graph(
     files drop out. Returns what was done.
     """
     with _gc_paused():
-        return _update(repo_root, store, changed, removed, generation, cfg, facts or {})
+        stats = _update(repo_root, store, changed, removed, generation, cfg, facts or {})
+        warm.settle()  # a kept state: out of the collector's way
+        return stats
 
 
 def update_graph_in(
@@ -662,13 +664,17 @@ def _write_json(path: Path, data: Any) -> None:
     _write_atomic(path, orjson.dumps(data))
 
 
-def _write_atomic(path: Path, payload: bytes) -> None:
-    """Write atomically: a temp file in the same directory, then ``os.replace``."""
+def _write_atomic(path: Path, payload: bytes | list[bytes]) -> None:
+    """Write atomically (the bytes, or chunks in turn): a temp file in the same
+    directory, then ``os.replace``."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.chmod(tmp, 0o644)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
+            if isinstance(payload, bytes):
+                fh.write(payload)
+            else:
+                fh.writelines(payload)
         os.replace(tmp, path)
     except BaseException:
         try:

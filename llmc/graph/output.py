@@ -158,13 +158,17 @@ class NodeLink:
             dict(types.most_common()),
         )
 
-    def render(self, graph: dict[str, Any]) -> bytes:
-        """The whole document with these graph attributes."""
-        nodes = b",".join(self.node_bytes[k] for k in sorted(self.node_bytes))
-        edges = b",".join(self.edge_bytes[k] for k in sorted(self.edge_bytes))
-        return b"".join(
-            (_HEAD, orjson.dumps(graph), b',"nodes":[', nodes, b'],"edges":[', edges, b"]}")
-        )
+    def render(self, graph: dict[str, Any]) -> list[bytes]:
+        """The whole document with these graph attributes, as chunks to write in turn
+        (joining ~50 MB first would copy it twice more)."""
+        out = [_HEAD, orjson.dumps(graph), b',"nodes":[']
+        for pieces, tail in ((self.node_bytes, b'],"edges":['), (self.edge_bytes, b"]}")):
+            for i, k in enumerate(sorted(pieces)):
+                if i:
+                    out.append(b",")
+                out.append(pieces[k])
+            out.append(tail)
+        return out
 
 
 __all__ = ["NodeLink", "Tracked", "piece_of", "pieces_usable"]

@@ -25,8 +25,8 @@ import logging
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from llmc.graph.edges import EdgeTable, Event
-from llmc.graph.incremental import PHASES, FileResult
+from llmc.graph.edges import EdgeTable
+from llmc.graph.incremental import FileResult
 from llmc.graph.model import (
     BY_NAME,
     CALLS,
@@ -290,10 +290,6 @@ def _gather_bases(r: Resolver, based: set[str], remember: Any) -> None:
 
 
 # == merged edges ============================================================================
-def _event_key(ev: Event) -> tuple:
-    return ev[:3] if len(ev) != 3 else ("?", ev[0])
-
-
 class EdgePatch:
     """What patching the merged edges needs, kept with the resolver: which files
     contribute to each edge (and ``?name`` node), and which ``tests`` edge each call or
@@ -301,15 +297,24 @@ class EdgePatch:
 
     def __init__(self, r: Resolver, results: dict[str, FileResult]) -> None:
         self.contrib: dict[tuple, list[str]] = {}
+        self.first: dict[str, tuple] = {}  # ?name id -> (phase, file rank, path, event)
+        order = r.order
         for path, res in results.items():
-            for events in res.phases:
-                for ev in events:
-                    k = _event_key(ev)
-                    lst = self.contrib.get(k)
-                    if lst is None:
-                        self.contrib[k] = [path]
-                    elif lst[-1] != path:
-                        lst.append(path)
+            keys, uids = _keys(res)
+            for k in keys:
+                lst = self.contrib.get(k)
+                if lst is None:
+                    self.contrib[k] = [path]
+                else:
+                    lst.append(path)
+            for uid, (phase, ev) in uids.items():
+                pos = (phase, order[path], path, ev)
+                cur = self.first.get(uid)
+                if cur is None or pos[:2] < cur[:2]:
+                    self.first[uid] = pos
+        for lst in self.contrib.values():
+            if len(lst) > 1:
+                lst.sort(key=order.__getitem__)
         self.feeds: dict[tuple, tuple] = {}  # call/import edge -> the tests edge it feeds
         self.fed: dict[tuple, set[tuple]] = {}  # tests edge -> the edges feeding it
         self._tests_all(r)
@@ -348,14 +353,16 @@ class EdgePatch:
         new: dict[str, FileResult],
         tests_flag_changed: bool,
     ) -> None:
-        """Merge again every edge that a re-resolved file's old or new results touch."""
+        """Merge again every edge that a re-resolved file's old or new results touch; an
+        edge (or node) is written only when it comes out different."""
         order = r.order
         edges = r.table.edges
         affected: set[tuple] = set()
+        new_uids: dict[str, dict[str, tuple]] = {}
         for path in new:
             before = old.get(path)
-            keys_before = _keys(before) if before is not None else set()
-            keys_now = _keys(new[path])
+            keys_before = _keys(before)[0] if before is not None else set()
+            keys_now, new_uids[path] = _keys(new[path])
             for k in keys_before - keys_now:
                 lst = self.contrib.get(k)
                 if lst is not None and path in lst:
@@ -368,18 +375,14 @@ class EdgePatch:
                 if len(lst) > 1:
                     lst.sort(key=order.__getitem__)
             affected |= keys_before | keys_now
-        # events of the affected keys from every file contributing to them; a ``?name``
-        # node takes the first of its events in merge order (phase, then file): a
-        # name-only base (phase 1) from any file, else the first file's call
+        # events of the affected edges from every file contributing to them
         per_file: dict[str, set[tuple]] = {}
-        firsts: dict[tuple, tuple] = {}
         for k in affected:
-            files = self.contrib.get(k, ())
-            if k[0] != "?":
-                for p in files:
-                    per_file.setdefault(p, set()).add(k)
-            elif files:
-                firsts[k] = self._first_unresolved(r, k, files, new)
+            if k[0] == "?":
+                self._unresolved(r, k[1], new, new_uids)
+                continue
+            for p in self.contrib.get(k, ()):
+                per_file.setdefault(p, set()).add(k)
         gathered: dict[tuple, list[tuple]] = {}
         for p, keys in per_file.items():
             res = new[p] if p in new else r.results[p]
@@ -388,78 +391,121 @@ class EdgePatch:
                 for i, ev in enumerate(events):
                     if len(ev) != 3 and ev[:3] in keys:
                         gathered.setdefault(ev[:3], []).append((phase, rank, i, ev))
-        tests_dirty: set[tuple] = set()
-        table = EdgeTable(r.nodes)
+        scratch = EdgeTable(r.nodes)
+        for evs in gathered.values():
+            for *_, ev in sorted(evs):
+                scratch.add(*ev)
+        refeed: set[tuple] = set()
         for k in affected:
             if k[0] == "?":
-                uid = k[1]
-                if k in firsts:
-                    _, name, cands = firsts[k]
-                    r.nodes[uid] = {"kind": UNRESOLVED, "name": name, "candidates": cands}
-                else:
-                    r.nodes.pop(uid, None)
                 continue
-            edges.pop(k, None)
-            table.edges = edges
-            for *_, ev in sorted(gathered.get(k, ())):
-                table.add(*ev)
-            t = self.feeds.pop(k, None)
-            if t is not None:
-                self.fed[t].discard(k)
-                tests_dirty.add(t)
+            now = scratch.edges.get(k)
+            if now != edges.get(k):
+                if now is None:
+                    edges.pop(k, None)
+                else:
+                    edges[k] = now
+                refeed.add(k)
+            elif k[0].partition("::")[0] in r.facts_changed:
+                refeed.add(k)  # its test (the enclosing test function) may have moved
         if tests_flag_changed:  # a file became (or stopped being) a test file
+            old_tests = {t: edges.get(t) for t in self.fed}
             for t in self.fed:
                 edges.pop(t, None)
             self._tests_all(r)
-            self._rebuild_tests(r, set(self.fed))
+            self._rebuild_tests(r, set(self.fed) | set(old_tests))
             return
         tests = _test_paths(r)
-        # edges from changed files: their tests may have moved; and all affected edges
-        for k in list(affected):
-            if k[0] == "?":
-                continue
+        dirty: set[tuple] = set()
+        for k in refeed:
+            t = self.feeds.pop(k, None)
+            if t is not None:
+                self.fed[t].discard(k)
+                dirty.add(t)
             e = edges.get(k)
-            if e is None:
-                continue
-            t = self._feed(r, k, e, tests)
+            t = self._feed(r, k, e, tests) if e is not None else None
             if t is not None:
                 self.feeds[k] = t
                 self.fed.setdefault(t, set()).add(k)
-                tests_dirty.add(t)
-        self._rebuild_tests(r, tests_dirty)
+                dirty.add(t)
+        self._rebuild_tests(r, dirty)
 
-    def _first_unresolved(
-        self, r: Resolver, k: tuple, files: list[str], new: dict[str, FileResult]
-    ) -> tuple:
-        """The first ``?name`` event of ``k`` in merge order among ``files`` (path order)."""
-        uid = k[1]
-        for phase in range(len(PHASES)):
-            for p in files:
+    def _unresolved(
+        self, r: Resolver, uid: str, new: dict[str, FileResult], new_uids: dict[str, dict]
+    ) -> None:
+        """A ``?name`` node takes the first of its events in merge order (phase, then
+        file); it goes when no file refers to it any more."""
+        cur = self.first.get(uid)
+        best = cur if cur is not None and cur[2] not in new else None
+        if best is None:  # the first one may be gone: look at every file
+            for p in self.contrib.get(("?", uid), ()):
                 res = new[p] if p in new else r.results[p]
-                for ev in res.phases[phase]:
-                    if len(ev) == 3 and ev[0] == uid:
-                        return ev
-        raise AssertionError(f"no event for {uid}")  # contributors always have one
+                hit = _first_event(res, uid)
+                if hit is not None:
+                    pos = (hit[0], r.order[p], p, hit[1])
+                    if best is None or pos[:2] < best[:2]:
+                        best = pos
+        else:
+            for p, uids in new_uids.items():
+                hit = uids.get(uid)
+                if hit is not None:
+                    pos = (hit[0], r.order[p], p, hit[1])
+                    if pos[:2] < best[:2]:
+                        best = pos
+        if best is None:
+            self.first.pop(uid, None)
+            if uid in r.nodes:
+                r.nodes.pop(uid)
+            return
+        self.first[uid] = best
+        _, name, cands = best[3]
+        node = {"kind": UNRESOLVED, "name": name, "candidates": cands}
+        if r.nodes.get(uid) != node:
+            r.nodes[uid] = node
 
     def _rebuild_tests(self, r: Resolver, dirty: set[tuple]) -> None:
         """Merge each tests edge again from the edges feeding it: imports before calls
         (a build adds them in that order), so the ``via`` of the strongest is kept."""
         edges = r.table.edges
-        table = EdgeTable(r.nodes)
-        table.edges = edges
+        scratch = EdgeTable(r.nodes)
         for t in dirty:
-            edges.pop(t, None)
             keys = self.fed.get(t)
             if not keys:
                 self.fed.pop(t, None)
-                continue
-            for k in sorted(keys, key=lambda k: (k[2] == CALLS, k)):
-                e = edges[k]
-                table.add(t[0], t[1], TESTS, e["confidence"], e.get("line", 0), k[2])
+            else:
+                for k in sorted(keys, key=lambda k: (k[2] == CALLS, k)):
+                    e = edges[k]
+                    scratch.add(t[0], t[1], TESTS, e["confidence"], e.get("line", 0), k[2])
+            now = scratch.edges.get(t)
+            if now != edges.get(t):
+                if now is None:
+                    edges.pop(t, None)
+                else:
+                    edges[t] = now
 
 
-def _keys(res: FileResult) -> set[tuple]:
-    return {_event_key(ev) for events in res.phases for ev in events}
+def _keys(res: FileResult) -> tuple[set[tuple], dict[str, tuple]]:
+    """The edges and ``?name`` nodes a file's results touch, and for each ``?name`` its
+    first event there (phase, event)."""
+    keys: set[tuple] = set()
+    uids: dict[str, tuple] = {}
+    for phase, events in enumerate(res.phases):
+        for ev in events:
+            if len(ev) == 3:
+                keys.add(("?", ev[0]))
+                if ev[0] not in uids:
+                    uids[ev[0]] = (phase, ev)
+            else:
+                keys.add(ev[:3])
+    return keys, uids
+
+
+def _first_event(res: FileResult, uid: str) -> tuple | None:
+    for phase, events in enumerate(res.phases):
+        for ev in events:
+            if len(ev) == 3 and ev[0] == uid:
+                return phase, ev
+    return None
 
 
 def _test_paths(r: Resolver) -> set[str]:

@@ -46,12 +46,13 @@ class PythonRules(LangRules):
         A name ``a.b.c`` can come from module ``a`` (``b.c``), ``a.b`` (``c``), ...;
         files without a module name (a root ``__init__.py``) define it as it is."""
         mods, order = self.r.mods, self.r.order
+        unnamed = [p for p, m in mods.py_module.items() if not m]
         for _, sym in keys:
             best: tuple[int, str] | None = None
             parts = sym.split(".")
             splits = [(".".join(parts[:i]), ".".join(parts[i:])) for i in range(1, len(parts))]
             for mod, q in [*splits, ("", sym)]:
-                paths = mods.py_by_module.get(mod, ()) if mod else self._unnamed()
+                paths = mods.py_by_module.get(mod, ()) if mod else unnamed
                 for p in paths:
                     if self.r.rules.get(p) is not self:
                         continue
@@ -61,9 +62,6 @@ class PythonRules(LangRules):
                 self.fqns.pop(sym, None)
             else:
                 self.fqns[sym] = best[1]
-
-    def _unnamed(self) -> list[str]:
-        return [p for p, m in self.r.mods.py_module.items() if not m and p in self.r.defs]
 
     def bare_import(self, imp: Import) -> str:
         return imp.module.split(".")[0]
