@@ -136,6 +136,9 @@ class SearchConfig:
     ranker: str = "learned"  # learned: the learned ranker | fusion: hand-set weights (RRF) | auto: learned unless docs intent
     ranker_model: str = "default"  # learned: the shipped model (llmc/models/ranker), or a path
     ranker_depth: int = 100  # learned: every retriever's top this many go to the ranker
+    ranker_rrf_weight: float = 0.2  # learned: blend the trees' order with the BM25 + dense RRF order: (1-w)/(k+learned rank) + w/(k+RRF rank); 0: the trees alone
+    ranker_blend_k: int = 10  # learned: the k of that blend
+    ranker_max_per_file: int = 0  # learned: per-file cap on its results (0: none); fusion keeps max_per_file
 
 
 @dataclass

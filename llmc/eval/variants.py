@@ -146,6 +146,13 @@ def _register_stage_on(name: str, keys: dict[str, Any], description: str) -> Non
 
 _register_stage_on("learned", {"search.ranker": "learned"}, "the learned ranker ranks the pool")
 _register_stage_on("fusion", {"search.ranker": "fusion"}, "hand-set fusion weights rank (RRF)")
+# The learned default before the late RRF blend (docs/evaluation.md, "A late blend with
+# RRF"): the trees' order alone, under the results' per-file cap of 3.
+_register_stage_on(
+    "learned-trees",
+    {"search.ranker": "learned", "search.ranker_rrf_weight": 0.0, "search.ranker_max_per_file": 3},
+    "the learned ranker's trees alone, per-file cap 3 (the default before the RRF blend)",
+)
 _register_stage_on("ranker-auto", {"search.ranker": "auto"}, "learned ranker unless docs intent")
 _register_stage_on("graph", {"search.graph": True}, "graph expansion on, priors as configured")
 for _prior, _weight in PRIOR_TRIALS.items():

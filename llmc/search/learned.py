@@ -237,12 +237,61 @@ def rank_pool(
     return out, explained
 
 
+def rrf_order(lists: Sequence[RankedList], depth: int = 100, k: int = 60) -> dict[int, int]:
+    """Each span's rank (1-based) in the plain BM25 + dense RRF of ``lists``: a retriever's
+    code and docs lists merged by score (one BM25 index, one embedding space), the top
+    ``depth`` of each merged list, RRF with ``k``; ties by span id. The `rrf` baseline's
+    order over the same lists (``llmc.eval.variants.RRF_BASELINE``); exact and HyDE lists
+    take no part."""
+    from llmc.search import fusion
+    from llmc.search.types import BM25, DENSE
+
+    total: dict[int, float] = {}
+    for retriever in (BM25, DENSE):
+        parts = [r for r in lists if r.retriever == retriever]
+        if not parts:
+            continue
+        merged = fusion.merge_lists(retriever, parts)
+        for rank, hit in enumerate(merged.hits[:depth], start=1):
+            total[hit.span_id] = total.get(hit.span_id, 0.0) + 1.0 / (k + rank)
+    order = sorted(total, key=lambda s: (-total[s], s))
+    return {span_id: rank for rank, span_id in enumerate(order, start=1)}
+
+
+def blend_rrf(
+    ranked: Sequence[Candidate], lists: Sequence[RankedList], weight: float, k: int,
+    depth: int = 100,
+) -> list[Candidate]:  # fmt: skip
+    """The learned order blended with the plain RRF order of the same lists: each candidate
+    scores ``(1 - weight) / (k + learned rank) + weight / (k + RRF rank)`` (a candidate no
+    BM25 or dense list holds: RRF rank past the end), best first, ties by learned rank.
+    ``weight`` 0 keeps the learned order (and its scores). Chosen on validation
+    (docs/evaluation.md, "A late blend with RRF"): the trees find a right answer first,
+    RRF ranks the graded rest (a definition's neighbours, its docs) better."""
+    import dataclasses
+
+    if weight <= 0 or not ranked:
+        return list(ranked)
+    rrf = rrf_order(lists, depth)
+    missing = len(ranked) + len(rrf) + 1
+    blended = [
+        (1.0 - weight) / (k + pos) + weight / (k + rrf.get(c.span_id, missing))
+        for pos, c in enumerate(ranked, start=1)
+    ]
+    order = sorted(range(len(ranked)), key=lambda i: (-blended[i], i))
+    return [dataclasses.replace(ranked[i], score=blended[i]) for i in order]
+
+
 class LearnedStage:
     """The ranking stage of ``search.ranker = learned``: holds the model and the span
     metadata cache of one Searcher."""
 
-    def __init__(self, model_name: str = "default"):
+    def __init__(self, model_name: str = "default", rrf_weight: float = 0.0, blend_k: int = 10,
+                 depth: int = 100):  # fmt: skip
         self.model_name = model_name
+        self.rrf_weight = rrf_weight
+        self.blend_k = blend_k
+        self.depth = depth
         self.meta = MetaCache()
 
     def model(self) -> RankerModel:
@@ -272,10 +321,17 @@ class LearnedStage:
             pool = self.pool(sources, text, decision, lists, pinned)
         with trace.stage("ranker"):
             ranked, explained = rank_pool(pool, model, explain_top)
+            ranked = blend_rrf(ranked, lists, self.rrf_weight, self.blend_k, self.depth)
+        blend = (
+            f", blended with the BM25 + dense RRF order (weight {self.rrf_weight:g}, "
+            f"k {self.blend_k})"
+            if self.rrf_weight > 0
+            else ""
+        )
         trace.note(
             "ranker",
             f"learned ranker ({model.trees} trees over {len(FEATURES)} features) scored "
-            f"{len(pool)} candidates from {len(lists)} lists",
+            f"{len(pool)} candidates from {len(lists)} lists{blend}",
         )
         if explained:
             named = sources.describe(list(explained))
@@ -291,9 +347,11 @@ __all__ = [
     "FORMAT",
     "LearnedStage",
     "RankerModel",
+    "blend_rrf",
     "load_model",
     "model_from_json",
     "open_routes",
     "rank_pool",
     "resolve_model_path",
+    "rrf_order",
 ]

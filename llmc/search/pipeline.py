@@ -155,6 +155,8 @@ class Searcher:
                 text, k, decision, found_exact, trace, use
             )
             fused = self._learned_rank(text, decision, lists, found_exact, trace, explain, k)
+            # the learned ranker's results take its own per-file cap (0: none; see config)
+            cap = cfg.search.ranker_max_per_file if fused is not None else None
             if fused is None:
                 with trace.stage("fusion"):
                     lists, item_weights = weights.fusion_lists(cfg, decision, lists, sources.paths)
@@ -171,7 +173,7 @@ class Searcher:
             fused = second_stage.rerank_stage(sources, text, fused, trace)
             fused = second_stage.llm_rerank_stage(sources, text, fused, trace)
             with trace.stage("results"):
-                found, groups = results.present(sources, text, fused, k, trace)
+                found, groups = results.present(sources, text, fused, k, trace, cap)
             explained = build_explain(sources, lists, found, groups, trace) if explain else None
             if not found:
                 why_empty(sources, trace)
@@ -215,8 +217,12 @@ class Searcher:
                 trace.note("ranker", "the query asks about tests or docs: fusion ranks it")
             return None
         scfg = self.cfg.search
-        if self._ranker is None or self._ranker.model_name != scfg.ranker_model:
-            self._ranker = learned.LearnedStage(scfg.ranker_model)
+        blend = (scfg.ranker_model, scfg.ranker_rrf_weight, scfg.ranker_blend_k, scfg.ranker_depth)
+        if self._ranker is None or (
+            self._ranker.model_name, self._ranker.rrf_weight, self._ranker.blend_k,
+            self._ranker.depth,
+        ) != blend:  # fmt: skip
+            self._ranker = learned.LearnedStage(*blend)
         try:
             return self._ranker.rank(
                 self.sources, text, decision, lists, found.pinned, trace, k if explain else 0

@@ -214,12 +214,15 @@ def to_result(
 
 
 def present(
-    sources: Sources, text: str, fused: Sequence[Candidate], k: int, trace: Trace
-) -> tuple[list[tuple[Candidate, SearchResult]], tuple[tuple[str, ...], ...]]:
+    sources: Sources, text: str, fused: Sequence[Candidate], k: int, trace: Trace,
+    max_per_file: int | None = None,
+) -> tuple[list[tuple[Candidate, SearchResult]], tuple[tuple[str, ...], ...]]:  # fmt: skip
     """The top ``k`` results of ``fused`` with snippets, and the query's word groups (for
-    highlighting); what was dropped on the way is said in the trace."""
+    highlighting); what was dropped on the way is said in the trace. ``max_per_file``:
+    the per-file cap (None: ``search.max_per_file``)."""
     scfg = sources.cfg.search
-    sel = select(fused, sources.spans, sources.root, k, scfg.max_per_file)
+    cap = scfg.max_per_file if max_per_file is None else max_per_file
+    sel = select(fused, sources.spans, sources.root, k, cap)
     if sel.missing_ids:
         trace.warn(
             f"{len(sel.missing_ids)} hits pointed at spans no longer in the index and were "
@@ -235,7 +238,7 @@ def present(
         trace.note(
             "results",
             f"{sel.merged} more parts of split definitions merged; per-file cap "
-            f"{scfg.max_per_file} let {sel.held_back} crowded spans back in to fill k",
+            f"{cap} let {sel.held_back} crowded spans back in to fill k",
         )
     stem = sources.lexical.query_terms if sources.lexical is not None else None
     groups = word_groups(text, stem)

@@ -20,8 +20,8 @@ from llmc.search.features import (
     build_pool,
     path_class,
 )
-from llmc.search.learned import load_model, model_from_json, rank_pool
-from llmc.search.types import Hit, RankedList, RouteDecision
+from llmc.search.learned import blend_rrf, load_model, model_from_json, rank_pool, rrf_order
+from llmc.search.types import Candidate, Hit, RankedList, RouteDecision
 
 COL = {name: i for i, name in enumerate(FEATURES)}
 
@@ -258,3 +258,54 @@ def test_learned_is_the_default_but_not_for_test_questions_or_fixed_routes(index
     assert docs.results and all(r.path.endswith(".md") for r in docs.results)
     # exact-symbol lookup is a feature here, and still a named source
     assert exact.results[0].symbol == "ShoppingCart" and "exact" in exact.results[0].sources
+
+
+def test_rrf_order_merges_each_retriever_by_score() -> None:
+    lists = [
+        RankedList("bm25", "code", (Hit(1, 9.0), Hit(2, 3.0))),
+        RankedList("bm25", "doc", (Hit(3, 5.0),)),  # between 1 and 2 in the merged BM25 list
+        RankedList("dense", "code", (Hit(2, 0.9), Hit(1, 0.8))),
+        RankedList("dense", "doc", (Hit(4, 0.95),)),
+        RankedList("exact", None, (Hit(5, 1.0),)),  # takes no part, as in the rrf baseline
+    ]
+    # merged BM25: 1, 3, 2; merged dense: 4, 2, 1 -> RRF: 1 (1st + 3rd), 2 (3rd + 2nd), 4, 3
+    assert rrf_order(lists) == {1: 1, 2: 2, 4: 3, 3: 4}
+    assert rrf_order(lists, depth=1) == {1: 1, 4: 1 + 1}  # top 1 of each list, ties by span id
+
+
+def test_blend_rrf_moves_what_both_rank_well_above_a_learned_only_pick() -> None:
+    ranked = [Candidate(span_id=i, score=10.0 - i) for i in (7, 1, 2, 3)]  # the trees' order
+    lists = [
+        RankedList("bm25", "code", (Hit(1, 9.0), Hit(2, 8.0), Hit(3, 7.0))),
+        RankedList("dense", "code", (Hit(1, 0.9), Hit(2, 0.8), Hit(3, 0.7))),
+    ]  # span 7: only the exact list found it, so it has no RRF rank
+    assert [c.span_id for c in blend_rrf(ranked, lists, 0.0, 10)] == [7, 1, 2, 3]
+    # weight 0.2, k 10: 7 = 0.8/11 + 0.2/(10 + 8) = 0.0838; 1 = 0.8/12 + 0.2/11 = 0.0848
+    out = blend_rrf(ranked, lists, 0.2, 10)
+    assert [c.span_id for c in out] == [1, 7, 2, 3]
+    assert out[0].score == pytest.approx(0.8 / 12 + 0.2 / 11)
+    # a smaller weight keeps the trees' first pick first
+    assert [c.span_id for c in blend_rrf(ranked, lists, 0.1, 10)] == [7, 1, 2, 3]
+
+
+def test_learned_results_take_their_own_per_file_cap(indexed_repo) -> None:
+    cfg = copy.deepcopy(load_config(indexed_repo))
+    cfg.search.hyde = False
+    assert cfg.search.ranker_max_per_file == 0 and cfg.search.ranker_rrf_weight > 0
+    query = "shopping cart discount total payment"
+    with Searcher(indexed_repo, cfg) as s:
+        free = s.search(query, k=10, explain=True)
+    cfg.search.ranker_max_per_file = 1
+    with Searcher(indexed_repo, cfg) as s:
+        capped = s.search(query, k=10)
+    per_file = {}
+    for r in capped.results:
+        per_file[r.path] = per_file.get(r.path, 0) + 1
+    files = len(per_file)
+    # with a cap of 1 a file's extra spans come back only after every other file's first
+    assert [r.path for r in capped.results[:files]] == list(dict.fromkeys(r.path for r in capped.results))
+    assert max(
+        sum(r.path == p for r in free.results[:files]) for p in per_file
+    ) > 1  # without the cap one file holds several of the first results
+    notes = [x.note for x in free.explain.stages if x.stage == "ranker"]
+    assert "blended with the BM25 + dense RRF order" in notes[0]
