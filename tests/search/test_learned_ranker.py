@@ -303,9 +303,11 @@ def test_learned_results_take_their_own_per_file_cap(indexed_repo) -> None:
         per_file[r.path] = per_file.get(r.path, 0) + 1
     files = len(per_file)
     # with a cap of 1 a file's extra spans come back only after every other file's first
-    assert [r.path for r in capped.results[:files]] == list(dict.fromkeys(r.path for r in capped.results))
-    assert max(
-        sum(r.path == p for r in free.results[:files]) for p in per_file
-    ) > 1  # without the cap one file holds several of the first results
+    assert [r.path for r in capped.results[:files]] == list(
+        dict.fromkeys(r.path for r in capped.results)
+    )
+    assert (
+        max(sum(r.path == p for r in free.results[:files]) for p in per_file) > 1
+    )  # without the cap one file holds several of the first results
     notes = [x.note for x in free.explain.stages if x.stage == "ranker"]
     assert "blended with the BM25 + dense RRF order" in notes[0]
