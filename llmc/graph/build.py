@@ -323,8 +323,8 @@ def _previous_resolver(
     if kept is not None and kept.resolver is not None:
         r = kept.resolver
         if r.reusable(r.state, cfg.name_fallback) and r.signature == signature:
-            r.mods = mods
-            return r, True, mods
+            r.mods.facts = r.facts  # the same layout: its memoised imports hold
+            return r, True, r.mods
         r.release()
         return None, False, mods
     state = _load_state(cache) if cache is not None else None

@@ -10,7 +10,10 @@ file resolves the same whether it is resolved first, last or alone, which is wha
 incremental build resolve a few files with a fresh memo and keep the others' edges.
 
 Each answer also carries the keys of the data it read (see :meth:`Memo.read`), so the
-resolver knows which table entries one file's edges depend on.
+resolver knows which table entries one file's edges depend on. The same keys let a kept
+resolver keep its answers across updates: :meth:`Memo.invalidate` names the entries a
+patch changed, and an answer that read one of them is computed again when next asked for
+(checked lazily, by the epoch an answer was last known good in).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 MAX_DEPTH = 16
+_MAX_EPOCHS = 64  # more patches than this since an answer was checked: start afresh
 _MISS = object()
 
 
@@ -26,7 +30,10 @@ class Memo:
     """Cycle- and depth-safe memoisation with read tracking and an "inferred" flag."""
 
     def __init__(self) -> None:
-        self.memo: dict[Hashable, tuple[Any, bool, set]] = {}
+        self.memo: dict[Hashable, tuple[Any, bool, set, int]] = {}
+        self.epoch = 0
+        self.changes: list[set] = []  # changes[i]: keys changed when epoch i + 1 began
+        self._stale: dict[int, set] = {}  # epoch -> keys changed since
         self.busy: set[Hashable] = set()  # keys being evaluated
         self.depth = 0
         self.cut = False  # the current evaluation went through a cut
@@ -39,11 +46,36 @@ class Memo:
 
     def clear(self) -> None:
         self.memo.clear()
+        self.changes.clear()
+        self._stale.clear()
+        self.epoch = 0
+
+    def invalidate(self, keys: set) -> None:
+        """The data named by ``keys`` changed: answers that read any of it are stale."""
+        if not keys:
+            return
+        if len(self.changes) >= _MAX_EPOCHS:
+            self.clear()
+            return
+        self.changes.append(set(keys))
+        self.epoch += 1
+        self._stale.clear()
+
+    def _changed_since(self, epoch: int) -> set:
+        stale = self._stale.get(epoch)
+        if stale is None:
+            stale = self._stale[epoch] = set().union(*self.changes[epoch:])
+        return stale
 
     def guard(self, key: Hashable, fn: Callable[..., Any], *args: Any) -> Any:
         hit = self.memo.get(key, _MISS)
+        if hit is not _MISS and hit[3] != self.epoch:  # from before a patch: still good?
+            if hit[2].isdisjoint(self._changed_since(hit[3])):
+                hit = self.memo[key] = (*hit[:3], self.epoch)
+            else:
+                hit = _MISS
         if hit is not _MISS:
-            result, inferred, reads = hit
+            result, inferred, reads, _ = hit
             self.inferred = self.inferred or inferred
             if reads:
                 self.reads |= reads
@@ -64,8 +96,8 @@ class Memo:
             outer_reads |= reads
             self.cut, self.reads = outer_cut or cut, outer_reads
             self.inferred = outer_inferred
-        if not cut:
-            self.memo[key] = (result, inferred, reads)  # never changed once the frame ends
+        if not cut:  # (reads is never changed once the frame ends)
+            self.memo[key] = (result, inferred, reads, self.epoch)
         self.inferred = outer_inferred or inferred
         return result
 

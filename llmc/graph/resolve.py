@@ -146,9 +146,10 @@ class Resolver(Lookup):
         delta = {p: f for p, f in facts.items() if f is not self.facts[p]}
         self.facts_changed = set(delta)
         tests_flag = any(f.test != self.facts[p].test for p, f in delta.items())
-        keys = patch_tables(self, delta) if delta else set()
-        self._candidates.clear()
-        self.memo.clear()
+        keys = patch_tables(self, delta) if delta else set()  # and invalidates the memo
+        names = {k[1] for k in keys if k[0] == "name"}
+        for ck in [ck for ck in self._candidates if ck[0] in names]:
+            del self._candidates[ck]
         todo = set(delta)
         todo.update(p for p, res in self.results.items() if not res.reads.isdisjoint(keys))
         log.debug("graph: %d table entries changed; resolving %d files", len(keys), len(todo))
