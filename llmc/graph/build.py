@@ -63,6 +63,8 @@ log = logging.getLogger(__name__)
 RESOLVER_VERSION = 2
 _FAILURES = ("unreadable", "binary", "extract", "doc:")  # errors that lose a file's facts
 _BOM = b"\xef\xbb\xbf"
+_JOURNAL = "graph_facts.journal"  # deltas appended to graph_facts.pickle by kept updates
+_JOURNAL_MAX = 32 * 2**20  # bytes; past this the cache is written whole again
 _SQL_PATHS = 500  # more paths than this: read every span row (SQLite's variable limit)  # the indexer reads text without it (``walk.read_text``)
 
 
@@ -134,7 +136,7 @@ def _update(
     llmc_dir = repo_root / ".llmc"
     llmc_dir.mkdir(parents=True, exist_ok=True)
     graph_file, facts_file = llmc_dir / GRAPH_FILE, llmc_dir / FACTS_FILE
-    kept = warm.take(llmc_dir, graph_file, facts_file)
+    kept = warm.take(llmc_dir, graph_file, facts_file, _journal(facts_file))
     if kept is not None:  # this process wrote both files last: its state is theirs
         previous, header, cache = None, kept.header, kept.cache
     else:
@@ -234,8 +236,14 @@ def _update(
         resolved = resolver.files_resolved
         log.debug("graph: resolved %d of %d files", resolved, len(facts))
         token = uuid.uuid4().hex
+        prev_token = cache.get("token")
         cache = {"version": FACTS_VERSION, "token": token, "files": new_cache}
-        _write_facts_cache(facts_file, cache, resolver)
+        if not (
+            keep_edges
+            and prev_token
+            and _append_delta(facts_file, prev_token, cache, reextracted, resolver)
+        ):
+            _write_facts_cache(facts_file, cache, resolver)
     if output is not None:  # a patched resolver: only the changed files' spans and pieces
         dirty = changed_set | resolver.facts_changed
         span_nodes_of = kept.span_nodes  # type: ignore[union-attr]
@@ -289,11 +297,18 @@ def _update(
                 if isinstance(tracked, Tracked):
                     tracked.take()
         if not warm.keep(
-            llmc_dir, graph_file, facts_file, header, cache, resolver, output, span_nodes_of
+            llmc_dir,
+            (graph_file, facts_file, _journal(facts_file)),
+            header,
+            cache,
+            resolver,
+            output,
+            span_nodes_of,
         ):
             resolver.release()
     elif kept is not None:  # the facts file is as it was; the cache and resolution too
-        warm.keep(llmc_dir, graph_file, facts_file, header, kept.cache, kept.resolver)
+        files = (graph_file, facts_file, _journal(facts_file))
+        warm.keep(llmc_dir, files, header, kept.cache, kept.resolver)
     log.info(
         "graph: %d nodes, %d edges (%d files re-extracted, %d cached) in %.2fs",
         stats.nodes,
@@ -578,7 +593,42 @@ def _load_facts_cache(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data.get("files"), dict):
         return {}
+    _replay_journal(data, _journal(path))
     return data
+
+
+def _journal(facts_file: Path) -> Path:
+    return facts_file.with_name(_JOURNAL)
+
+
+def _replay_journal(data: dict[str, Any], journal: Path) -> None:
+    """Apply the deltas appended after the facts cache was written (see
+    :func:`_append_delta`), each only if it follows the token reached so far; a torn or
+    foreign record ends the replay (the graph's token then tells the cache is stale)."""
+    try:
+        raw = journal.read_bytes()
+    except OSError:
+        return
+    facts: dict[str, bytes] = {}
+    results: dict[str, bytes] = {}
+    pos = 0
+    while pos + 8 <= len(raw):
+        size = int.from_bytes(raw[pos : pos + 8], "little")
+        if pos + 8 + size > len(raw):
+            break
+        try:
+            rec = pickle.loads(raw[pos + 8 : pos + 8 + size])
+        except Exception:  # noqa: BLE001 - a torn record: stop here
+            break
+        if not isinstance(rec, dict) or rec.get("prev") != data.get("token"):
+            break
+        data["token"] = rec["token"]
+        for path, digest in rec["hashes"].items():
+            data["files"][path] = {"hash": digest}
+        facts.update(rec["facts"])
+        results.update(rec["results"])
+        pos += 8 + size
+    data["facts_delta"], data["results_delta"] = facts, results
 
 
 def _load_cached_facts(cache: dict[str, Any]) -> None:
@@ -594,6 +644,7 @@ def _load_cached_facts(cache: dict[str, Any]) -> None:
         pickles = {}
     if not isinstance(pickles, dict):
         pickles = {}
+    pickles.update(cache.pop("facts_delta", None) or {})
     for path, entry in cache.get("files", {}).items():
         pickled = pickles.get(path)
         entry["facts"] = _unpickle(pickled) if isinstance(pickled, bytes) else None
@@ -610,6 +661,7 @@ def _load_state(cache: dict[str, Any]) -> ResolutionState | None:
         version, name_fallback, signature, files = pickle.loads(blob)
         if version != STATE_VERSION:
             return None
+        files.update(cache.pop("results_delta", None) or {})
         results = {p: pickle.loads(b) for p, b in files.items()}
     except Exception as e:  # noqa: BLE001 - derived data: resolve everything
         log.debug("graph resolution cache unreadable (%s); resolving every file", e)
@@ -652,10 +704,43 @@ def _write_facts_cache(path: Path, data: dict[str, Any], resolver: Resolver | No
     if resolver is not None:
         outer["resolution"] = resolver.pickled_state()
     _write_atomic(path, pickle.dumps(outer, protocol=pickle.HIGHEST_PROTOCOL))
-    try:  # the JSON cache of earlier versions
-        (path.parent / "graph_facts.json").unlink()
+    for stale in (_journal(path), path.parent / "graph_facts.json"):  # (an old version's)
+        try:
+            stale.unlink()
+        except OSError:
+            pass
+
+
+def _append_delta(
+    path: Path, prev: str, data: dict[str, Any], paths: set[str], resolver: Resolver
+) -> bool:
+    """Append what changed since the cache (token ``prev``) to its journal: the hashes and
+    facts of ``paths``, the results of the files resolved again, the new token. O(edit)
+    instead of rewriting the whole cache; False (nothing written) when the journal has
+    grown past ``_JOURNAL_MAX`` bytes and the cache should be written whole instead."""
+    journal = _journal(path)
+    try:
+        size = journal.stat().st_size
     except OSError:
-        pass
+        size = 0
+    if size > _JOURNAL_MAX:
+        return False
+    files = data["files"]
+    for p in paths:
+        e = files[p]
+        if not e.get("pickled"):
+            e["pickled"] = pickle.dumps(e["facts"], protocol=pickle.HIGHEST_PROTOCOL)
+    rec = {
+        "prev": prev,
+        "token": data["token"],
+        "hashes": {p: files[p]["hash"] for p in paths},
+        "facts": {p: files[p]["pickled"] for p in paths},
+        "results": resolver.pickled_results(resolver.last_resolved),
+    }
+    payload = pickle.dumps(rec, protocol=pickle.HIGHEST_PROTOCOL)
+    with open(journal, "ab") as fh:
+        fh.write(len(payload).to_bytes(8, "little") + payload)
+    return True
 
 
 def _write_json(path: Path, data: Any) -> None:

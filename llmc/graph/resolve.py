@@ -93,12 +93,14 @@ class Resolver(Lookup):
         self.files_resolved = 0
         self.edge_patch: EdgePatch | None = None  # kept resolvers: see ``update``
         self.facts_changed: set[str] = set()  # files whose facts the last update replaced
+        self.last_resolved: set[str] = set()  # files the last update resolved
 
     # == run ===============================================================================
     def run(self) -> tuple[dict[str, dict[str, Any]], Edges, dict]:
         """Resolve every file: (nodes, edges as (src, dst, type, attrs), counts by type)."""
         self.results = {path: self.resolve_file(path, f) for path, f in self.facts.items()}
         self.files_resolved = len(self.facts)
+        self.last_resolved = set(self.facts)
         return self._merge(self.results)
 
     @property
@@ -106,13 +108,18 @@ class Resolver(Lookup):
         """What the next run needs to reuse this one's per-file results."""
         return ResolutionState(STATE_VERSION, self.name_fallback, self.signature, self.results)
 
-    def pickled_state(self) -> bytes:
-        """:attr:`state` pickled for the facts cache, each file's results on their own
-        (pickled once per resolution of the file, then kept)."""
+    def pickled_results(self, paths) -> dict[str, bytes]:
+        """These files' results, pickled (once per resolution of the file, then kept)."""
         blobs = self._pickled
-        for path, res in self.results.items():
+        for path in paths:
             if path not in blobs:
-                blobs[path] = pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL)
+                blobs[path] = pickle.dumps(self.results[path], protocol=pickle.HIGHEST_PROTOCOL)
+        return {p: blobs[p] for p in paths}
+
+    def pickled_state(self) -> bytes:
+        """:attr:`state` pickled for the facts cache, each file's results on their own."""
+        blobs = self._pickled
+        self.pickled_results(self.results)
         if len(blobs) != len(self.results):
             for path in set(blobs) - set(self.results):
                 del blobs[path]
@@ -155,6 +162,7 @@ class Resolver(Lookup):
         log.debug("graph: %d table entries changed; resolving %d files", len(keys), len(todo))
         new = {p: self.resolve_file(p, self.facts[p]) for p in sorted(todo, key=self.order.get)}
         self.files_resolved = len(new)
+        self.last_resolved = set(new)
         for p in new:
             self._pickled.pop(p, None)
         if not keep_edges:

@@ -4,9 +4,11 @@ An update needs the previous run's facts and per-file resolution. Read from
 ``.llmc/graph_facts.pickle`` and ``rag_graph.json`` they cost about a second on Django
 (~3.5k files: unpickling ~100k records, decoding a 50 MB header). The daemon reindexes on
 every change, so it calls :func:`enable` and keeps them: each update leaves its header,
-facts and resolution here, and the next one takes them instead of reading the files.
+facts and resolver here (tables, per-file results, merged edges, memoised lookups, the
+JSON in encoded pieces), and the next one patches them (:mod:`llmc.graph.patch`) instead
+of reading the files and resolving from scratch.
 
-They are trusted only while both files are the very ones this process wrote (same inode,
+They are trusted only while the files are the very ones this process wrote (same inode,
 size and modification time): any other writer (`llmc index` in another process, a chunk
 worker updating the graph beside the lexical index) makes the next update read the files
 again. Off by default: a one-shot `llmc index` gains nothing from it, and holding the state
@@ -35,9 +37,11 @@ class WarmGraph:
     """What the last update in this process wrote: the graph header, the facts cache
     (``{"token", "files": {path: {"hash", "facts", "pickled"}}}``, facts unpickled) and the
     resolver (its tables, per-file results and merged edges, patched by the next update:
-    :mod:`llmc.graph.patch`), with the stamps of the two files it wrote them to."""
+    :mod:`llmc.graph.patch`), the graph JSON in encoded pieces and each file's span → node
+    map, with the stamps of the files it wrote them to (the graph, the facts cache and the
+    cache's journal of deltas)."""
 
-    stamps: tuple[tuple[int, int, int], tuple[int, int, int]]
+    stamps: tuple[tuple[int, int, int] | None, ...]  # graph, facts cache, journal
     header: dict[str, Any]
     cache: dict[str, Any]
     resolver: Resolver | None
@@ -65,14 +69,14 @@ def enabled() -> bool:
     return _enabled
 
 
-def take(llmc_dir: Path, graph_file: Path, facts_file: Path) -> WarmGraph | None:
+def take(llmc_dir: Path, *files: Path) -> WarmGraph | None:
     """The state the last update here left for ``llmc_dir``, if the files on disk are still
     the ones it wrote; it is handed over (not shared), since the update mutates it."""
     with _lock:
         warm = _kept.pop(_key(llmc_dir), None)
     if warm is None:
         return None
-    if warm.stamps != (_stamp(graph_file), _stamp(facts_file)):
+    if warm.stamps != tuple(_stamp(f) for f in files):
         if warm.resolver is not None:
             warm.resolver.release()  # its tables go by reference counting
         return None
@@ -81,20 +85,19 @@ def take(llmc_dir: Path, graph_file: Path, facts_file: Path) -> WarmGraph | None
 
 def keep(
     llmc_dir: Path,
-    graph_file: Path,
-    facts_file: Path,
+    files: tuple[Path, ...],
     header: dict[str, Any],
     cache: dict[str, Any],
     resolver: Resolver | None,
     output: NodeLink | None = None,
     span_nodes: dict[str, dict[str, str]] | None = None,
 ) -> bool:
-    """Keep what an update just wrote to ``graph_file`` and ``facts_file`` (when enabled);
-    False when it was not kept."""
+    """Keep what an update just wrote to ``files`` (the graph, the facts cache, its
+    journal; when enabled); False when it was not kept."""
     if not _enabled:
         return False
-    stamps = (_stamp(graph_file), _stamp(facts_file))
-    if None in stamps:
+    stamps = tuple(_stamp(f) for f in files)
+    if None in stamps[:2]:
         return False
     with _lock:
         _kept.pop(_key(llmc_dir), None)

@@ -214,3 +214,53 @@ def test_random_polyglot_edits_patch_to_the_full_build(tmp_path, filler, seed, k
     finally:
         warm.enable(False)
         shutil.rmtree(tmp_path / "scratch", ignore_errors=True)
+
+
+def _polyglot(tmp_path, filler, seed):
+    rng = random.Random(seed)
+    root = tmp_path / f"poly{seed}"
+    root.mkdir()
+    _write(root, rng, list(FILES))
+    f = filler(root)
+    update_graph(root, f.store, f.put(), [], f.bump())
+    return root, rng, f
+
+
+def _step(root, rng, f, paths=("pkg/base.py", "svc/types.go")):
+    put = f.put([p for p in _write(root, rng, list(paths)) if (root / p).stat().st_size])
+    return update_graph(root, f.store, put, [], f.bump())
+
+
+def test_a_kept_update_appends_a_delta_that_a_fresh_process_replays(tmp_path, filler):
+    warm.enable()
+    try:
+        root, rng, f = _polyglot(tmp_path, filler, 7)
+        facts = root / ".llmc" / "graph_facts.pickle"
+        journal = root / ".llmc" / "graph_facts.journal"
+        base = facts.read_bytes()  # written whole by the first build
+        for _ in range(3):
+            _step(root, rng, f)
+        assert facts.read_bytes() == base  # the cache is not rewritten ...
+        assert journal.stat().st_size > 0  # ... its deltas are appended
+    finally:
+        warm.enable(False)  # a fresh process: nothing kept
+    stats = _step(root, rng, f, EDITABLE)
+    assert not stats.rebuilt and stats.files_resolved < stats.files  # cache + journal used
+    assert _body(root) == _full_build_elsewhere(root, f, tmp_path)
+    assert not journal.exists()  # written whole again by an update that kept nothing
+
+
+def test_a_torn_journal_makes_the_cache_stale_never_wrong(tmp_path, filler):
+    warm.enable()
+    try:
+        root, rng, f = _polyglot(tmp_path, filler, 8)
+        for _ in range(3):
+            _step(root, rng, f)
+        journal = root / ".llmc" / "graph_facts.journal"
+        raw = journal.read_bytes()
+        journal.write_bytes(raw[:-7])  # killed while appending the last delta
+    finally:
+        warm.enable(False)
+    stats = _step(root, rng, f, EDITABLE)
+    assert stats.rebuilt  # the graph's token is past the cache's: everything again
+    assert _body(root) == _full_build_elsewhere(root, f, tmp_path)
