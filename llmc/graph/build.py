@@ -233,6 +233,8 @@ def _update(
                 output = kept.output
             else:
                 edges = resolver.edge_list()
+        if kept is not None and kept.resolver not in (None, resolver):
+            kept.resolver.release()  # not patched: let reference counting free it
         resolved = resolver.files_resolved
         log.debug("graph: resolved %d of %d files", resolved, len(facts))
         token = uuid.uuid4().hex
@@ -340,7 +342,6 @@ def _previous_resolver(
         if r.reusable(r.state, cfg.name_fallback) and r.signature == signature:
             r.mods.facts = r.facts  # the same layout: its memoised imports hold
             return r, True, r.mods
-        r.release()
         return None, False, mods
     state = _load_state(cache) if cache is not None else None
     if state is None or state.signature != signature or set(state.files) != set(facts):

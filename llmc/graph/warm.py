@@ -62,7 +62,12 @@ def enable(on: bool = True) -> None:
     _enabled = on
     if not on:
         with _lock:
+            gone = list(_kept.values())
             _kept.clear()
+        for w in gone:
+            if w.resolver is not None:
+                w.resolver.release()
+        gc.unfreeze()
 
 
 def enabled() -> bool:
@@ -100,10 +105,13 @@ def keep(
     if None in stamps[:2]:
         return False
     with _lock:
-        _kept.pop(_key(llmc_dir), None)
+        gone = [_kept.pop(_key(llmc_dir), None)]
         while len(_kept) >= _MAX_REPOSITORIES:
-            _kept.pop(next(iter(_kept)))
+            gone.append(_kept.pop(next(iter(_kept))))
         _kept[_key(llmc_dir)] = WarmGraph(stamps, header, cache, resolver, output, span_nodes)  # type: ignore[arg-type]
+    for w in gone:
+        if w is not None and w.resolver not in (None, resolver):
+            w.resolver.release()  # its reference cycle, so that it is freed even if frozen
     return True
 
 
@@ -127,7 +135,9 @@ def settle() -> None:
 
 def forget(llmc_dir: Path) -> None:
     with _lock:
-        _kept.pop(_key(llmc_dir), None)
+        w = _kept.pop(_key(llmc_dir), None)
+    if w is not None and w.resolver is not None:
+        w.resolver.release()
 
 
 def _key(llmc_dir: Path) -> Path:
