@@ -8,7 +8,11 @@ fp32 with torch's default threads; (b) is llmc's embedder with ``runtime="onnx"`
 and checked on first use, cached under $XDG_CACHE_HOME/llmc/onnx). Prints spans/s for both,
 the ratio (wall and CPU time; blocks of spans run in turn so load changes hit both), mean/min
 cosine of (b) to (a), and the machine; (c) llmc's torch runtime (bf16 where the CPU has it)
-is measured the same way unless --no-llmc-torch. Then, unless --no-threads, the
+is measured the same way unless --no-llmc-torch. ``--plans`` adds other int8 exports as
+columns, built and checked like (b) (a plan whose check fails is still measured, and marked):
+``static`` is static QDQ int8 calibrated on the export's fixed sample, ``mixed`` dynamic int8
+of every projection but the first three layers' FFN outputs (both: benchmarks/README.md).
+Then, unless --no-threads, the
 query thread policy: median latency of one query and of 16 texts with 1 and with 2
 onnxruntime threads, idle and with one busy process per core in the background.
 """
@@ -67,6 +71,36 @@ def spans(repo: Path, limit: int) -> list[str]:
             texts[span.embed_text] = None
     out = list(texts)
     return out[:limit] if limit else out
+
+
+def extra_plans(isa: str) -> dict[str, object]:
+    """The int8 plans ``--plans`` can add, by name."""
+    from dataclasses import replace
+
+    from llmc.models.onnx_plan import quant_plan
+
+    mixed = replace(
+        quant_plan(isa), keep_gelu_fed_fp32=False, gelu_fed_fp32_layers=3, quantize_attention=True
+    )
+    return {"static": replace(mixed, activations="static"), "mixed": mixed}
+
+
+def plan_encoder(name: str, plan, source: str, results: dict[str, object]):
+    """The checked export for ``plan``, built on first use; measured even if refused."""
+    from llmc.models.embedder import DEFAULT_MODEL_ID, _load
+    from llmc.models.onnx_runtime import OnnxEncoder, cache_dir, load_onnx_encoder
+
+    t = time.perf_counter()
+    enc = load_onnx_encoder(
+        DEFAULT_MODEL_ID, source, 256, lambda: _load.__wrapped__(source, "cpu", "fp32"), plan=plan
+    )
+    directory = cache_dir(DEFAULT_MODEL_ID, source, plan)
+    if enc is None:
+        enc = OnnxEncoder(directory, 256)
+    results[f"onnx_{name}_load_s"] = round(time.perf_counter() - t, 1)
+    results[f"onnx_{name}_check"] = enc.meta.get("check")
+    results[f"onnx_{name}_fp32_matmuls"] = len(enc.meta.get("fp32_matmuls", []))
+    return enc
 
 
 def _burn(stop) -> None:  # one busy core
@@ -129,6 +163,9 @@ def main() -> None:
     ap.add_argument("--no-threads", action="store_true", help="skip the thread-policy table")
     ap.add_argument("--no-llmc-torch", action="store_true", help="skip llmc's torch runtime")
     ap.add_argument("--block", type=int, default=256, help="spans per timed block")
+    ap.add_argument(
+        "--plans", default="static,mixed", help="other int8 plans to add as columns ('' for none)"
+    )
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -165,6 +202,10 @@ def main() -> None:
         llmc_torch = SentenceTransformerEmbedder(runtime="torch", batch_size=args.batch_size)
         results["llmc_torch_detail"] = llmc_torch.choice.reason
         runners["llmc_torch"] = llmc_torch.embed_passages
+    plans = extra_plans(str(results["machine"]["isa"]))  # type: ignore[index]
+    for name in filter(None, args.plans.split(",")):
+        enc = plan_encoder(name, plans[name], source, results)
+        runners[f"onnx_{name}"] = lambda block, enc=enc: enc.encode(block, args.batch_size)
     for run in runners.values():
         run(texts[:8])
 

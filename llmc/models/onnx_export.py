@@ -1,4 +1,5 @@
-"""Export a sentence-transformers model to ONNX int8: torch export, fusion, quantization.
+"""Export a sentence-transformers model to ONNX int8: torch export, fusion, quantization
+(dynamic, or static QDQ calibrated on a fixed sample).
 
 ``export`` writes ``model.onnx``, ``tokenizer.json`` and ``meta.json`` into a directory;
 ``llmc.models.onnx_runtime`` checks the result against torch and caches it (its docstring
@@ -163,24 +164,36 @@ def _fuse(src: Path, dst: Path, info: dict[str, Any]) -> bool:
         return False
 
 
-def _quantize(src: Path, dst: Path, plan: QuantPlan) -> list[str]:
-    """Dynamic int8 quantization per ``plan``; returns the matmuls kept in fp32."""
+def _fp32_matmuls(model: Any, plan: QuantPlan) -> list[str]:
+    """The matmuls ``plan`` keeps in fp32: GELU-fed ones (all, or the first
+    ``gelu_fed_fp32_layers`` in graph order, which is layer order)."""
+    producers = {out: node.op_type for node in model.graph.node for out in node.output}
+    gelu_fed = [
+        node.name
+        for node in model.graph.node
+        if node.op_type == "MatMul" and producers.get(node.input[0]) in GELU_OPS
+    ]
+    return gelu_fed if plan.keep_gelu_fed_fp32 else gelu_fed[: plan.gelu_fed_fp32_layers]
+
+
+def _quantize(
+    src: Path, dst: Path, plan: QuantPlan, calibration: list[dict[str, Any]] | None = None
+) -> list[str]:
+    """int8 quantization per ``plan`` (dynamic, or static on ``calibration`` feeds);
+    returns the matmuls kept in fp32."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     model = onnx.load(str(src))
-    producers = {out: node.op_type for node in model.graph.node for out in node.output}
-    keep = [
-        node.name
-        for node in model.graph.node
-        if plan.keep_gelu_fed_fp32
-        and node.op_type == "MatMul"
-        and producers.get(node.input[0]) in GELU_OPS
-    ]
+    keep = _fp32_matmuls(model, plan)
+    weight_type = QuantType.QInt8 if plan.weight_type == "qint8" else QuantType.QUInt8
+    if plan.activations == "static":
+        _quantize_static(model, dst, plan, keep, weight_type, calibration or [])
+        return keep
     quantize_dynamic(
         str(src),
         str(dst),
-        weight_type=QuantType.QInt8 if plan.weight_type == "qint8" else QuantType.QUInt8,
+        weight_type=weight_type,
         per_channel=plan.per_channel,
         reduce_range=plan.reduce_range,
         op_types_to_quantize=["MatMul", "Attention"] if plan.quantize_attention else ["MatMul"],
@@ -188,6 +201,120 @@ def _quantize(src: Path, dst: Path, plan: QuantPlan) -> list[str]:
         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
     )
     return keep
+
+
+def _quantize_static(
+    model: Any,
+    dst: Path,
+    plan: QuantPlan,
+    keep: list[str],
+    weight_type: Any,
+    calibration: list[dict[str, Any]],
+) -> None:
+    """QDQ int8 with activation ranges calibrated (MinMax) on ``calibration``: weights per
+    channel, activations uint8 (U8S8), MatMul outputs left fp32 (MatMulIntegerToFloat at
+    run time). The fused Attention op has no QDQ form, so its QKV projections stay fp32."""
+    import onnx
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    if not calibration:
+        raise ExportRefused("static quantization needs calibration texts")
+    # The calibrator only watches tensors whose type is known; the fused contrib ops
+    # (SkipLayerNormalization, BiasGelu) defeat onnx's own shape inference.
+    typed = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+    initializers = {i.name for i in typed.graph.initializer}
+    targets = [
+        n.name
+        for n in typed.graph.node
+        if n.op_type == "MatMul" and n.input[1] in initializers and n.name not in keep
+    ]
+
+    class _Feeds(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.feeds = iter(calibration)
+
+        def get_next(self) -> dict[str, Any] | None:
+            return next(self.feeds, None)
+
+    quantize_static(
+        typed,
+        str(dst),
+        _Feeds(),
+        quant_format=QuantFormat.QDQ,
+        op_types_to_quantize=["MatMul"],
+        nodes_to_quantize=targets,
+        per_channel=plan.per_channel,
+        reduce_range=plan.reduce_range,
+        activation_type=QuantType.QUInt8,
+        weight_type=weight_type,
+        calibrate_method=CalibrationMethod.MinMax,
+        extra_options={
+            "DefaultTensorType": onnx.TensorProto.FLOAT,
+            "MatMulConstBOnly": True,
+            "OpTypesToExcludeOutputQuantization": ["MatMul"],
+        },
+    )
+
+
+def calibration_texts() -> list[str]:
+    """A fixed sample of code and docstrings for static calibration: 40-line windows of a
+    few standard-library modules (present wherever Python is, and not any repository llmc
+    is benchmarked on), plus short query-like texts."""
+    import sysconfig
+
+    lib = Path(sysconfig.get_paths()["stdlib"])
+    texts: list[str] = []
+    for rel in CALIBRATION_MODULES:
+        try:
+            lines = (lib / rel).read_text("utf-8").splitlines()
+        except OSError:
+            continue
+        texts += ["\n".join(lines[i : i + 40]) for i in range(0, len(lines), 40)]
+    return texts[:: max(1, len(texts) // 192)][:192] + list(CALIBRATION_QUERIES)
+
+
+CALIBRATION_MODULES = (
+    "textwrap.py",
+    "json/__init__.py",
+    "argparse.py",
+    "functools.py",
+    "shutil.py",
+    "csv.py",
+    "logging/__init__.py",
+)
+CALIBRATION_QUERIES = (
+    "x",
+    "parse",
+    "how is the config file read",
+    "where are temporary files removed",
+    "retry with backoff",
+    "TODO",
+)
+
+
+def _calibration_feeds(info: dict[str, Any], texts: list[str]) -> list[dict[str, Any]]:
+    """One unpadded feed per text, so pad positions never enter a range."""
+    import numpy as np
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_str(info["backend"].to_str())
+    tok.no_padding()
+    tok.enable_truncation(max_length=min(256, info["max_position_embeddings"]))
+    fields = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
+    feeds = []
+    for text in texts:
+        enc = tok.encode(text.lower() if info["lowercase"] else text)
+        feeds.append(
+            {n: np.array([getattr(enc, fields[n])], dtype=np.int64) for n in info["input_names"]}
+        )
+    return feeds
 
 
 def export(source: str, st_model: Any, directory: Path, plan: QuantPlan) -> dict[str, Any]:
@@ -198,7 +325,9 @@ def export(source: str, st_model: Any, directory: Path, plan: QuantPlan) -> dict
     work.mkdir(parents=True, exist_ok=True)
     raw, fused = work / "fp32.onnx", work / "fused.onnx"
     _export_fp32(info, raw)
-    kept = _quantize(fused if _fuse(raw, fused, info) else raw, directory / MODEL_FILE, plan)
+    src = fused if _fuse(raw, fused, info) else raw
+    feeds = _calibration_feeds(info, calibration_texts()) if plan.activations == "static" else None
+    kept = _quantize(src, directory / MODEL_FILE, plan, feeds)
     shutil.rmtree(work, ignore_errors=True)
     info["backend"].save(str(directory / TOKENIZER_FILE))
     meta = {k: v for k, v in info.items() if k not in ("auto_model", "backend")} | {
@@ -212,4 +341,4 @@ def export(source: str, st_model: Any, directory: Path, plan: QuantPlan) -> dict
     return meta
 
 
-__all__ = ["GELU_OPS", "export", "quiet"]
+__all__ = ["GELU_OPS", "calibration_texts", "export", "quiet"]

@@ -62,6 +62,13 @@ class QuantPlan:
     reduce_range: bool = False
     keep_gelu_fed_fp32: bool = True
     quantize_attention: bool = False  # the fused Attention op's QKV projections
+    # With keep_gelu_fed_fp32 off, the GELU-fed matmuls of the first N layers stay fp32
+    # anyway: on all-MiniLM-L6-v2 they are the projections int8 moves most (measured per
+    # matmul, benchmarks/README.md).
+    gelu_fed_fp32_layers: int = 0
+    # dynamic: activations quantized per batch at run time (quantize_dynamic). static:
+    # ranges calibrated once on a fixed sample (quantize_static, QDQ); measured, not chosen.
+    activations: str = "dynamic"
 
 
 def quant_plan(isa: str) -> QuantPlan:
@@ -110,9 +117,17 @@ def weights_fingerprint(source: str) -> str:
     return h.hexdigest()[:16]
 
 
+def plan_key(plan: QuantPlan) -> dict[str, object]:
+    """The plan as the cache key names it: fields added later are left out at their
+    defaults, so an export cached before they existed keeps its key."""
+    later = {"gelu_fed_fp32_layers": 0, "activations": "dynamic"}
+    return {k: v for k, v in asdict(plan).items() if k not in later or later[k] != v}
+
+
 def cache_dir(model_id: str, source: str, plan: QuantPlan) -> Path:
     key = json.dumps(
-        [model_id, weights_fingerprint(source), asdict(plan), runtime_versions()], sort_keys=True
+        [model_id, weights_fingerprint(source), plan_key(plan), runtime_versions()],
+        sort_keys=True,
     )
     slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in model_id)[-60:].strip("-")
     return cache_root() / f"{slug}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
@@ -143,6 +158,7 @@ __all__ = [
     "cpu_count",
     "cpu_flags",
     "detect_isa",
+    "plan_key",
     "quant_plan",
     "runtime_versions",
 ]

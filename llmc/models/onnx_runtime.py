@@ -274,17 +274,19 @@ def load_onnx_encoder(
     load_torch: Callable[[], Any],
     isa: str | None = None,
     requested: bool = True,
+    plan: QuantPlan | None = None,
 ) -> OnnxEncoder | None:
     """The cached, checked int8 export of ``source``, built on first use; None (after one
     warning line) when it cannot be used, so the caller runs torch. A refusal recorded by
     an earlier process is only logged (not warned) unless the runtime was ``requested``:
-    under ``auto`` it was said once, when the check ran."""
+    under ``auto`` it was said once, when the check ran. ``plan`` overrides the one the
+    CPU's ISA picks (benchmarks measure other plans through it)."""
     try:
         import onnxruntime  # noqa: F401
     except ImportError as e:
         log.warning("onnxruntime is not importable (%s); embedding with torch", e)
         return None
-    plan = quant_plan(isa or detect_isa())
+    plan = plan or quant_plan(isa or detect_isa())
     final = cache_dir(model_id, source, plan)
     try:
         meta = _read_meta(final)

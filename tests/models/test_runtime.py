@@ -270,3 +270,101 @@ def test_index_prepares_the_query_runtime_once(tmp_path, monkeypatch, sample_rep
         assert result.exit_code == 0, result.output
     finally:
         embedder_mod.get_embedder.cache_clear()
+
+
+def _gelu_chain(layers: int):
+    """A toy graph: ``layers`` times Gelu -> MatMul(weight), as a BERT's FFN outputs are fed."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, inits, prev = [], [], "x"
+    for i in range(layers):
+        nodes.append(
+            helper.make_node("Gelu", [prev], [f"g{i}"], name=f"gelu{i}", domain="com.microsoft")
+        )
+        inits.append(numpy_helper.from_array(np.eye(4, dtype=np.float32), f"w{i}"))
+        nodes.append(helper.make_node("MatMul", [f"g{i}", f"w{i}"], [f"m{i}"], name=f"ffn_out{i}"))
+        prev = f"m{i}"
+    graph = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, 4])],
+        inits,
+    )
+    return helper.make_model(graph)
+
+
+def test_fp32_matmuls_follow_the_plan():
+    from dataclasses import replace
+
+    model = _gelu_chain(6)
+    plan = quant_plan("avx512_vnni")
+    assert onnx_export._fp32_matmuls(model, plan) == [f"ffn_out{i}" for i in range(6)]
+    first3 = replace(plan, keep_gelu_fed_fp32=False, gelu_fed_fp32_layers=3)
+    assert onnx_export._fp32_matmuls(model, first3) == ["ffn_out0", "ffn_out1", "ffn_out2"]
+    assert onnx_export._fp32_matmuls(model, replace(first3, gelu_fed_fp32_layers=0)) == []
+
+
+def test_cache_key_of_the_default_plan_is_unchanged():
+    """Plan fields added later leave the default plan's key (and its cached export) alone."""
+    from dataclasses import asdict, replace
+
+    from llmc.models.onnx_plan import plan_key
+
+    plan = quant_plan("avx512_vnni")
+    old = {
+        k: v for k, v in asdict(plan).items() if k not in ("gelu_fed_fp32_layers", "activations")
+    }
+    assert plan_key(plan) == old
+    static = replace(plan, activations="static")
+    assert plan_key(static)["activations"] == "static"
+    assert cache_dir("m", "/x", static) != cache_dir("m", "/x", plan)
+
+
+def test_calibration_sample_is_fixed_and_unpadded():
+    texts = onnx_export.calibration_texts()
+    assert texts == onnx_export.calibration_texts() and len(texts) > 100
+    assert "x" in texts and any("def " in t for t in texts)
+    info = {
+        "backend": _tokenizer_backend(),
+        "lowercase": False,
+        "max_position_embeddings": 512,
+        "input_names": ["input_ids", "attention_mask", "token_type_ids"],
+    }
+    feeds = onnx_export._calibration_feeds(info, ["x", "def f(a, b):\n    return a + b"])
+    assert [f["input_ids"].shape[0] for f in feeds] == [1, 1]
+    assert all(f["attention_mask"].all() for f in feeds)  # no pad position is calibrated
+    assert feeds[0]["input_ids"].shape[1] < feeds[1]["input_ids"].shape[1]
+
+
+def _tokenizer_backend():
+    from tokenizers import Tokenizer
+
+    from llmc.models.embedder import resolve_model
+
+    _, source = resolve_model("default")
+    return Tokenizer.from_file(str(Path(source) / "tokenizer.json"))
+
+
+def test_static_export_is_calibrated_and_batch_independent(tmp_path, torch_fp32):
+    """The static (QDQ) plan, a benchmark option: ranges fixed at export, so a text's vector
+    does not depend on what it is batched with (dynamic int8's does); not what llmc runs,
+    because it measured further from fp32 on short texts (benchmarks/README.md)."""
+    from dataclasses import replace
+
+    import onnx
+
+    from llmc.models.embedder import _load
+
+    st = _load.__wrapped__(torch_fp32._source, "cpu", "fp32")
+    plan = replace(quant_plan("avx512_vnni"), activations="static")
+    with onnx_export.quiet():
+        meta = onnx_export.export(torch_fp32._source, st, tmp_path, plan)
+    assert meta["plan"]["activations"] == "static" and meta["fp32_matmuls"]
+    ops = {n.op_type for n in onnx.load(str(tmp_path / "model.onnx")).graph.node}
+    assert "QuantizeLinear" in ops and "DynamicQuantizeLinear" not in ops
+    encoder = onnx_runtime.OnnxEncoder(tmp_path, 256)
+    batch = encoder.encode(TEXTS)
+    alone = np.concatenate([encoder.encode([t]) for t in TEXTS])
+    np.testing.assert_allclose(batch, alone, atol=1e-5)
+    assert ((batch * torch_fp32.embed_passages(TEXTS)).sum(axis=1) >= 0.97).all()
