@@ -21,7 +21,7 @@ from pathlib import Path
 import pathspec
 
 from llmc.config import IndexConfig
-from llmc.index.generated import Detector
+from llmc.index.generated import Detector, drop_inline_source_map
 from llmc.types import SkippedFile
 
 log = logging.getLogger(__name__)
@@ -273,7 +273,8 @@ class FileText:
 def read_text(root: Path, rel: str, detector: Detector | None = None) -> FileText:
     """Read a file as UTF-8 text, or say why it is not indexable text; with a
     ``detector``, a generated or minified file is not indexable either (judged from the
-    text read here, so no file is read twice)."""
+    text read here, so no file is read twice). An inline source map's payload is left out
+    of the text (``generated.drop_inline_source_map``; lines keep their numbers)."""
     try:
         data = (root / rel).read_bytes()
     except OSError as e:
@@ -292,7 +293,7 @@ def read_text(root: Path, rel: str, detector: Detector | None = None) -> FileTex
         verdict = detector.by_content(rel, text)
         if verdict is not None:
             return FileText(None, SkippedFile(rel, verdict.reason, verdict.detail))
-    return FileText(text, None)
+    return FileText(drop_inline_source_map(rel, text), None)
 
 
 def skipped_paths(skipped: Iterable[SkippedFile]) -> set[str]:

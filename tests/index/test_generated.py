@@ -13,8 +13,17 @@ from repo_fixtures import make_repo
 
 from llmc.cli import main
 from llmc.config import IndexConfig, load_config
-from llmc.index.generated import GENERATED, MINIFIED, TRANSLATION, Detector, sphinx_output_dirs
+from llmc.index.generated import (
+    GENERATED,
+    MINIFIED,
+    TRANSLATION,
+    Detector,
+    drop_inline_source_map,
+    sphinx_output_dirs,
+)
 from llmc.index.status import index_status
+from llmc.paths import db_path
+from llmc.store.db import Store
 
 FIXTURES = Path(__file__).parent / "fixtures" / "generated"
 CLIPBOARD_MIN = (FIXTURES / "clipboard.min.js").read_text(encoding="utf-8")  # clipboard.js 2.0.8
@@ -136,7 +145,10 @@ def test_source_maps():
     verdict = with_source.by_content("lib/app.js", compiled)
     assert verdict.reason == GENERATED and "src/app.ts" in verdict.detail
     # ...and is the only copy of that code when it does not (no source, no readable map)
-    assert Detector(IndexConfig(), ["lib/app.js", "README.md"]).by_content("lib/app.js", compiled) is None
+    assert (
+        Detector(IndexConfig(), ["lib/app.js", "README.md"]).by_content("lib/app.js", compiled)
+        is None
+    )
     assert d.by_content("lib/app.js", compiled) is None
 
 
@@ -150,7 +162,19 @@ def test_inline_source_map_names_the_source_and_is_not_a_long_line():
     assert verdict.reason == GENERATED and "src/request.js" in verdict.detail
     # the map comment may sit on the second-to-last line, and a real bundle stays minified
     assert repo.by_content("lib/request.js", text + "// end\n").reason == GENERATED
-    assert shipped.by_content("static/bundle.js", CLIPBOARD_MIN + _inline_map([])).reason == MINIFIED
+    assert (
+        shipped.by_content("static/bundle.js", CLIPBOARD_MIN + _inline_map([])).reason == MINIFIED
+    )
+
+
+def test_inline_map_payload_is_left_out_of_the_text_lines_kept():
+    text = BABEL_OUTPUT + _inline_map(["../src/request.js"])
+    kept = drop_inline_source_map("lib/request.js", text)
+    assert kept.count("\n") == text.count("\n") and kept.startswith(BABEL_OUTPUT)
+    assert kept.endswith("//# sourceMappingURL=data:…\n") and len(kept) < len(BABEL_OUTPUT) + 40
+    external = "var a;\n//# sourceMappingURL=a.js.map\n"
+    assert drop_inline_source_map("lib/a.js", external) == external
+    assert drop_inline_source_map("notes.md", text) == text  # only JS/CSS
 
 
 def test_map_file_in_the_tree_is_read_for_its_sources(tmp_path: Path):
@@ -173,6 +197,13 @@ def test_index_keeps_compiled_code_only_when_its_source_is_absent(tmp_path: Path
     data = json.loads(_index(shipped, "--json").stdout)
     assert "lib/node.js" not in {s["path"] for s in data["skipped"]}
     assert "lib/node.js" in _hits(shipped, "quillbrook_retry")
+    store = Store(db_path(shipped), readonly=True)
+    try:
+        texts = [s.span.text for s in store.iter_spans() if s.span.path == "lib/node.js"]
+    finally:
+        store.close()
+    assert texts and not any("base64" in t for t in texts)  # the map's payload is not indexed
+    assert any(t.rstrip().endswith("//# sourceMappingURL=data:…") for t in texts)
     source = "export function quillbrook_retry(count) {\n  return count;\n}\n"
     repo = make_repo(tmp_path / "repo", {"lib/node.js": text, "src/node.js": source})
     data = json.loads(_index(repo, "--json").stdout)
