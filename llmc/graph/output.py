@@ -17,7 +17,7 @@ with ``?``, where the kept pieces are not used (the whole document is made again
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -68,6 +68,27 @@ def pieces_usable(paths: Iterable[str]) -> bool:
     return not any("::" in p or p.startswith("?") for p in paths)
 
 
+def _file_under_pieces(
+    touched: Iterable[Any],
+    present: Mapping[Any, Any],
+    by_piece: dict[str, set],
+    source: Callable[[Any], str],
+) -> set[str]:
+    """File each touched node id or edge key under its piece (the piece of its node, or of
+    its edge's source) when it is still in ``present``, drop it when it is gone; the pieces
+    touched."""
+    pieces: set[str] = set()
+    for item in touched:
+        piece = piece_of(source(item))
+        pieces.add(piece)
+        members = by_piece.setdefault(piece, set())
+        if item in present:
+            members.add(item)
+        else:
+            members.discard(item)
+    return pieces
+
+
 class NodeLink:
     """The encoded pieces of a graph's nodes and edges, and the counts its stats give."""
 
@@ -95,24 +116,8 @@ class NodeLink:
         touched_edges: Iterable[tuple],
     ) -> None:
         """Encode again the pieces of these nodes (added, removed or changed) and edges."""
-        node_pieces: set[str] = set()
-        for nid in touched_nodes:
-            piece = piece_of(nid)
-            node_pieces.add(piece)
-            ids = self.node_ids.setdefault(piece, set())
-            if nid in nodes:
-                ids.add(nid)
-            else:
-                ids.discard(nid)
-        edge_pieces: set[str] = set()
-        for key in touched_edges:
-            piece = piece_of(key[0])
-            edge_pieces.add(piece)
-            keys = self.edge_keys.setdefault(piece, set())
-            if key in edges:
-                keys.add(key)
-            else:
-                keys.discard(key)
+        node_pieces = _file_under_pieces(touched_nodes, nodes, self.node_ids, lambda nid: nid)
+        edge_pieces = _file_under_pieces(touched_edges, edges, self.edge_keys, lambda k: k[0])
         for piece in node_pieces:
             self._nodes(piece, nodes)
         for piece in edge_pieces:

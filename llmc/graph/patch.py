@@ -38,7 +38,7 @@ from llmc.graph.model import (
     FileFacts,
     node_id,
 )
-from llmc.graph.tables import _index_file, file_keys, value
+from llmc.graph.tables import _index_file, file_keys, orphan_defs, value
 
 if TYPE_CHECKING:
     from llmc.graph.resolve import Resolver
@@ -201,13 +201,7 @@ def _reattach(r: Resolver, path: str) -> tuple[set[str], set[str]]:
     r.owner_reads.pop(path, None)
     r.memo.reads = set()
     orphans = []
-    for d in r.facts[path].defs:
-        if d.kind == "impl" or d.kind == SECTION:
-            continue
-        parent = d.qualname.rpartition(".")[0]
-        if not parent or parent in r.defs[path]:
-            continue
-        owner = r.owner_class(path, parent)
+    for owner, d in orphan_defs(r, path):
         orphans.append((owner, d))
         if owner is not None:
             r.table.add(owner, node_id(path, d.qualname), DEFINES)
@@ -403,12 +397,7 @@ class EdgePatch:
         for k in affected:
             if k[0] == "?":
                 continue
-            now = scratch.edges.get(k)
-            if now != edges.get(k):
-                if now is None:
-                    edges.pop(k, None)
-                else:
-                    edges[k] = now
+            if _set_edge(edges, k, scratch.edges.get(k)):
                 refeed.add(k)
             elif k[0].partition("::")[0] in r.facts_changed:
                 refeed.add(k)  # its test (the enclosing test function) may have moved
@@ -480,12 +469,18 @@ class EdgePatch:
                 for k in sorted(keys, key=lambda k: (k[2] == CALLS, k)):
                     e = edges[k]
                     scratch.add(t[0], t[1], TESTS, e["confidence"], e.get("line", 0), k[2])
-            now = scratch.edges.get(t)
-            if now != edges.get(t):
-                if now is None:
-                    edges.pop(t, None)
-                else:
-                    edges[t] = now
+            _set_edge(edges, t, scratch.edges.get(t))
+
+
+def _set_edge(edges: dict[tuple, dict], key: tuple, now: dict | None) -> bool:
+    """Make ``edges[key]`` what a merge gave (None: no such edge); True when it changed."""
+    if now == edges.get(key):
+        return False
+    if now is None:
+        edges.pop(key, None)
+    else:
+        edges[key] = now
+    return True
 
 
 def _keys(res: FileResult) -> tuple[set[tuple], dict[str, tuple]]:

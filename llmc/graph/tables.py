@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from llmc.graph.model import DEFINES, FILE, SECTION, FileFacts, node_id
@@ -45,17 +46,24 @@ def build_tables(r: Lookup) -> None:
     r.memo.clear()  # lookups above ran before every member was attached
 
 
-def attach_orphans(r: Lookup, path: str) -> None:
-    """Methods of an impl block or a Go receiver type, attached to their type's members."""
-    r.memo.reads = set()
-    out = []
+def orphan_defs(r: Lookup, path: str) -> Iterator[tuple[str | None, Any]]:
+    """(owner type's node or None, definition) for each definition of ``path`` whose
+    parent is not defined in that file: a method of an impl block or of a Go receiver type
+    declared elsewhere."""
     for d in r.facts[path].defs:
         if d.kind == "impl" or d.kind == SECTION:
             continue
         parent = d.qualname.rpartition(".")[0]
         if not parent or parent in r.defs[path]:
             continue
-        owner = r.owner_class(path, parent)
+        yield r.owner_class(path, parent), d
+
+
+def attach_orphans(r: Lookup, path: str) -> None:
+    """Methods of an impl block or a Go receiver type, attached to their type's members."""
+    r.memo.reads = set()
+    out = []
+    for owner, d in orphan_defs(r, path):
         out.append((owner, d))
         if owner is not None:
             r.members[owner].setdefault(d.name, node_id(path, d.qualname))
