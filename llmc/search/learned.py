@@ -240,22 +240,22 @@ def rank_pool(
 def rrf_order(lists: Sequence[RankedList], depth: int = 100, k: int = 60) -> dict[int, int]:
     """Each span's rank (1-based) in the plain BM25 + dense RRF of ``lists``: a retriever's
     code and docs lists merged by score (one BM25 index, one embedding space), the top
-    ``depth`` of each merged list, RRF with ``k``; ties by span id. The `rrf` baseline's
-    order over the same lists (``llmc.eval.variants.RRF_BASELINE``); exact and HyDE lists
-    take no part."""
+    ``depth`` of each merged list, ``fusion.rrf`` with ``k`` (ties by best rank, then span
+    id). The `rrf` baseline's order over the same lists (``llmc.eval.variants.RRF_BASELINE``);
+    exact and HyDE lists take no part."""
+    import dataclasses
+
     from llmc.search import fusion
     from llmc.search.types import BM25, DENSE
 
-    total: dict[int, float] = {}
+    merged = []
     for retriever in (BM25, DENSE):
         parts = [r for r in lists if r.retriever == retriever]
-        if not parts:
-            continue
-        merged = fusion.merge_lists(retriever, parts)
-        for rank, hit in enumerate(merged.hits[:depth], start=1):
-            total[hit.span_id] = total.get(hit.span_id, 0.0) + 1.0 / (k + rank)
-    order = sorted(total, key=lambda s: (-total[s], s))
-    return {span_id: rank for rank, span_id in enumerate(order, start=1)}
+        if parts:
+            whole = fusion.merge_lists(retriever, parts)
+            merged.append(dataclasses.replace(whole, hits=whole.hits[:depth]))
+    fused = fusion.rrf(merged, {m.name: 1.0 for m in merged}, k)
+    return {c.span_id: rank for rank, c in enumerate(fused, start=1)}
 
 
 def blend_rrf(
@@ -292,6 +292,7 @@ class LearnedStage:
         self.rrf_weight = rrf_weight
         self.blend_k = blend_k
         self.depth = depth
+        self.settings = (model_name, rrf_weight, blend_k, depth)  # what a Searcher compares
         self.meta = MetaCache()
 
     def model(self) -> RankerModel:

@@ -217,12 +217,14 @@ class Searcher:
                 trace.note("ranker", "the query asks about tests or docs: fusion ranks it")
             return None
         scfg = self.cfg.search
-        blend = (scfg.ranker_model, scfg.ranker_rrf_weight, scfg.ranker_blend_k, scfg.ranker_depth)
-        if self._ranker is None or (
-            self._ranker.model_name, self._ranker.rrf_weight, self._ranker.blend_k,
-            self._ranker.depth,
-        ) != blend:  # fmt: skip
-            self._ranker = learned.LearnedStage(*blend)
+        settings = (
+            scfg.ranker_model,
+            scfg.ranker_rrf_weight,
+            scfg.ranker_blend_k,
+            scfg.ranker_depth,
+        )
+        if self._ranker is None or self._ranker.settings != settings:
+            self._ranker = learned.LearnedStage(*settings)
         try:
             return self._ranker.rank(
                 self.sources, text, decision, lists, found.pinned, trace, k if explain else 0
