@@ -62,10 +62,10 @@ log = logging.getLogger(__name__)
 # resolves again instead of reusing the previous graph.
 RESOLVER_VERSION = 2
 _FAILURES = ("unreadable", "binary", "extract", "doc:")  # errors that lose a file's facts
-_BOM = b"\xef\xbb\xbf"
+_BOM = b"\xef\xbb\xbf"  # the indexer reads text without it (``walk.read_text``)
 _JOURNAL = "graph_facts.journal"  # deltas appended to graph_facts.pickle by kept updates
 _JOURNAL_MAX = 32 * 2**20  # bytes; past this the cache is written whole again
-_SQL_PATHS = 500  # more paths than this: read every span row (SQLite's variable limit)  # the indexer reads text without it (``walk.read_text``)
+_SQL_PATHS = 500  # more paths than this: read every span row (SQLite's variable limit)
 
 
 def graph_path(repo_root: Path) -> Path:
