@@ -96,8 +96,9 @@ class EmbeddingConfig:
     max_seq_length: int = 256  # tokens per span; longer text is truncated by the model
     query_prefix: str = ""  # prepended to queries (e.g. "query: " for e5 models)
     passage_prefix: str = ""  # prepended to spans (e.g. "passage: " for e5 models)
-    # auto: ONNX Runtime int8 on CPU (checked against torch), torch on CUDA/MPS and on CPUs
-    # with AVX512-BF16/AMX (bf16 measured faster there) | torch | onnx (CPU)
+    # auto: ONNX Runtime int8 on CPU (checked against torch), torch on CUDA/MPS; on CPUs with
+    # AVX512-BF16/AMX torch bf16 for passages (measured faster there) and int8 for queries
+    # (a cold search needs no torch) | torch | onnx (CPU)
     runtime: str = "auto"
 
 
@@ -136,7 +137,10 @@ class SearchConfig:
     ranker: str = "learned"  # learned: the learned ranker | fusion: hand-set weights (RRF) | auto: learned unless docs intent
     ranker_model: str = "default"  # learned: the shipped model (llmc/models/ranker), or a path
     ranker_depth: int = 100  # learned: every retriever's top this many go to the ranker
-    ranker_rrf_weight: float = 0.2  # learned: blend the trees' order with the BM25 + dense RRF order: (1-w)/(k+learned rank) + w/(k+RRF rank); 0: the trees alone
+    # learned: blend the trees' order with the plain BM25 + dense RRF order of the same lists,
+    # (1 - w) / (k + learned rank) + w / (k + RRF rank); 0: the trees' order alone
+    # (docs/evaluation.md, "A late blend with RRF")
+    ranker_rrf_weight: float = 0.2
     ranker_blend_k: int = 10  # learned: the k of that blend
     ranker_max_per_file: int = 0  # learned: per-file cap on its results (0: none); fusion keeps max_per_file
 
