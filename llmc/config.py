@@ -143,6 +143,12 @@ class SearchConfig:
     ranker_rrf_weight: float = 0.2
     ranker_blend_k: int = 10  # learned: the k of that blend
     ranker_max_per_file: int = 0  # learned: per-file cap on its results (0: none); fusion keeps max_per_file
+    # when none of the first code_in_top results is code (markdown, rst and text are not),
+    # the best-ranked code result of the top max(k, 10) moves up to rank code_in_top (0: off;
+    # never on a docs route the user chose; docs/evaluation.md, "Code in the top 3")
+    code_in_top: int = 3
+    # only when the router's p_code is at least this (0: every query; chosen on validation)
+    code_in_top_p: float = 0.0
 
 
 @dataclass

@@ -34,6 +34,7 @@ VARIANTS: dict[str, Variant] = {}
 
 # Switches of the stages around retrieval. The single-retriever baselines turn off every
 # one that exists, so "bm25-only" is BM25 alone whatever later stages get added.
+CODE_IN_TOP = "search.code_in_top"  # an int: set to 0 with the stages, not False
 EXTRA_STAGES = (
     "search.exact_symbol",
     "search.graph",
@@ -62,6 +63,14 @@ def _stages_off(cfg: Config, *keys: str) -> Config:
     return cfg
 
 
+def _baseline(cfg: Config, *keys: str) -> Config:
+    """``keys`` off, and no code result moved up for code intent: a baseline ranks its
+    list as it is."""
+    if cfg.has(CODE_IN_TOP):
+        cfg.set(CODE_IN_TOP, 0, SOURCE)
+    return _stages_off(cfg, *keys)
+
+
 @register_variant(DEFAULT, description="the configured pipeline")
 def _default(cfg: Config) -> Config:
     return cfg
@@ -73,7 +82,7 @@ def _default(cfg: Config) -> Config:
 def _bm25_only(cfg: Config) -> Config:
     cfg.set("search.bm25", True, SOURCE)
     cfg.set("search.ranker", "fusion", SOURCE)  # one list, ranked as it is
-    return _stages_off(cfg, "search.dense", "search.routing", *EXTRA_STAGES)
+    return _baseline(cfg, "search.dense", "search.routing", *EXTRA_STAGES)
 
 
 @register_variant(
@@ -82,7 +91,7 @@ def _bm25_only(cfg: Config) -> Config:
 def _dense_only(cfg: Config) -> Config:
     cfg.set("search.dense", True, SOURCE)
     cfg.set("search.ranker", "fusion", SOURCE)  # one list, ranked as it is
-    return _stages_off(cfg, "search.bm25", "search.routing", *EXTRA_STAGES)
+    return _baseline(cfg, "search.bm25", "search.routing", *EXTRA_STAGES)
 
 
 # What a user would build from the same parts: BM25 and dense, top 100 of each over every
@@ -111,7 +120,7 @@ RRF_BASELINE = {
 def _rrf_baseline(cfg: Config) -> Config:
     for key, value in RRF_BASELINE.items():
         cfg.set(key, value, SOURCE)
-    return _stages_off(cfg, *EXTRA_STAGES)
+    return _baseline(cfg, *EXTRA_STAGES)
 
 
 @register_variant("no-routing", ("search.routing",), "every route searched, unweighted")
@@ -129,6 +138,13 @@ _register_stage_off("no-rerank", "search.rerank", "no cross-encoder rerank")
 _register_stage_off("no-llm-rerank", "search.llm_rerank", "no LLM listwise rerank")
 _register_stage_off("no-hyde", "search.hyde", "no HyDE query expansion")
 _register_stage_off("untuned", "learn.use_tuned", "without .llmc/tuned/ (llmc tune)")
+
+
+@register_variant("no-code-in-top", (CODE_IN_TOP,), "no code result moved up for code intent")
+def _no_code_in_top(cfg: Config) -> Config:
+    cfg.set(CODE_IN_TOP, 0, SOURCE)
+    return cfg
+
 
 # Second-stage trials: each stage on (as default where the default has it on), and each
 # graph prior on at a trial weight, so `--ablate` measures what the defaults leave off.
@@ -150,7 +166,12 @@ _register_stage_on("fusion", {"search.ranker": "fusion"}, "hand-set fusion weigh
 # RRF"): the trees' order alone, under the results' per-file cap of 3.
 _register_stage_on(
     "learned-trees",
-    {"search.ranker": "learned", "search.ranker_rrf_weight": 0.0, "search.ranker_max_per_file": 3},
+    {
+        "search.ranker": "learned",
+        "search.ranker_rrf_weight": 0.0,
+        "search.ranker_max_per_file": 3,
+        CODE_IN_TOP: 0,
+    },
     "the learned ranker's trees alone, per-file cap 3 (the default before the RRF blend)",
 )
 _register_stage_on("ranker-auto", {"search.ranker": "auto"}, "learned ranker unless docs intent")

@@ -14,7 +14,8 @@
           ─▶ rerank: cross-encoder over the top k (search.rerank)
           ─▶ LLM listwise rerank of the top few, gated (search.llm_rerank)
           ─▶ results: hydrate from SQLite, drop what vanished, per-file    results.py
-             cap, snippets; the explain trace when asked                  explain.py
+             cap, a code result in the top 3 when there is one
+             (search.code_in_top), snippets; the explain trace when asked explain.py
 
 ``Searcher`` opens the store, the lexical index and the embedders lazily, once
 (``sources.py``), and then answers any number of queries (batch mode, eval, daemon). Every
@@ -173,7 +174,9 @@ class Searcher:
             fused = second_stage.rerank_stage(sources, text, fused, trace)
             fused = second_stage.llm_rerank_stage(sources, text, fused, trace)
             with trace.stage("results"):
-                found, groups = results.present(sources, text, fused, k, trace, cap)
+                found, groups = results.present(
+                    sources, text, fused, k, trace, cap, self._code_top(decision)
+                )
             explained = build_explain(sources, lists, found, groups, trace) if explain else None
             if not found:
                 why_empty(sources, trace)
@@ -232,6 +235,15 @@ class Searcher:
         except ModelError as e:
             trace.warn(f"{e}: ranking by fusion")
             return None
+
+    def _code_top(self, decision: RouteDecision) -> int:
+        """How many of the first results must hold a code span: ``search.code_in_top``
+        when the router's p_code is at least ``code_in_top_p``, else 0; never on a docs
+        route the user chose (``--route docs``, ``search.route``)."""
+        scfg = self.cfg.search
+        if decision.source in ("flag", "config") and decision.intent == DOCS_ROUTE:
+            return 0
+        return scfg.code_in_top if decision.p_code >= scfg.code_in_top_p else 0
 
     def candidate_pool(self, query: str, route: str | None = None) -> Pool:
         """The learned ranker's input for ``query``: every candidate with its features

@@ -17,14 +17,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from llmc.languages import category_of
 from llmc.search.fusion import diversify
 from llmc.search.query import word_groups
 from llmc.search.trace import Trace
 from llmc.search.types import Candidate, SearchResult
-from llmc.types import StoredSpan
+from llmc.types import CODE, StoredSpan
 
 if TYPE_CHECKING:  # pragma: no cover
     from llmc.search.sources import Sources
+
+
+CODE_LOOKAHEAD = 10  # how deep code_within looks for a code span when k is smaller
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,35 @@ def select(
         merged=merged,
         held_back=sum(1 for c, _ in chosen if c.span_id in held_ids),
     )
+
+
+def is_code_span(stored: StoredSpan) -> bool:
+    """Whether a span lies in a code file: a known language other than prose (markdown,
+    rst, text), as Code@3 counts it (``llmc.eval.metrics.is_code_result``)."""
+    return category_of(stored.span.lang) == CODE
+
+
+Chosen = tuple[tuple[Candidate, StoredSpan], ...]
+
+
+def code_within(chosen: Chosen, n: int) -> tuple[Chosen, int]:
+    """``chosen`` with at least one code span among its first ``n``, and the old rank
+    (1-based) of the code span moved up, or 0 when nothing moved.
+
+    When the first ``n`` are all prose and a code span comes later, the best-ranked such
+    span moves to rank ``n``; every result between shifts down one. Prose can still lead
+    (it may be the answer), but a code question always sees code near the top when the
+    results hold any (issue 13: "code intent must not surface prose first unless the
+    prose is the answer"). The router's intent is too weak a gate ("why ..." reads as
+    docs): on validation, applying it to every query cost docs questions no significant
+    nDCG (docs/evaluation.md, "Code in the top 3")."""
+    if n <= 0 or len(chosen) <= n or any(is_code_span(s) for _, s in chosen[:n]):
+        return chosen, 0
+    later = next((i for i in range(n, len(chosen)) if is_code_span(chosen[i][1])), None)
+    if later is None:
+        return chosen, 0
+    moved = (*chosen[: n - 1], chosen[later], *chosen[n - 1 : later], *chosen[later + 1 :])
+    return moved, later + 1
 
 
 def best_window(
@@ -215,14 +248,25 @@ def to_result(
 
 def present(
     sources: Sources, text: str, fused: Sequence[Candidate], k: int, trace: Trace,
-    max_per_file: int | None = None,
+    max_per_file: int | None = None, code_top: int = 0,
 ) -> tuple[list[tuple[Candidate, SearchResult]], tuple[tuple[str, ...], ...]]:  # fmt: skip
     """The top ``k`` results of ``fused`` with snippets, and the query's word groups (for
     highlighting); what was dropped on the way is said in the trace. ``max_per_file``:
-    the per-file cap (None: ``search.max_per_file``)."""
+    the per-file cap (None: ``search.max_per_file``). ``code_top`` > 0: a code span among
+    the first ``code_top`` when one is among the first ``max(k, CODE_LOOKAHEAD)``
+    (``code_within``)."""
     scfg = sources.cfg.search
     cap = scfg.max_per_file if max_per_file is None else max_per_file
-    sel = select(fused, sources.spans, sources.root, k, cap)
+    wanted = max(k, CODE_LOOKAHEAD) if code_top > 0 else k
+    sel = select(fused, sources.spans, sources.root, wanted, cap)
+    chosen, moved_from = code_within(sel.chosen, min(code_top, k))
+    if moved_from:
+        trace.note(
+            "results",
+            f"code intent and no code in the top {min(code_top, k)}: the first code result "
+            f"moved up from rank {moved_from}",
+        )
+    chosen = chosen[:k]
     if sel.missing_ids:
         trace.warn(
             f"{len(sel.missing_ids)} hits pointed at spans no longer in the index and were "
@@ -242,8 +286,17 @@ def present(
         )
     stem = sources.lexical.query_terms if sources.lexical is not None else None
     groups = word_groups(text, stem)
-    found = [(c, to_result(c, s, groups, scfg.snippet_lines)) for c, s in sel.chosen]
+    found = [(c, to_result(c, s, groups, scfg.snippet_lines)) for c, s in chosen]
     return found, groups
 
 
-__all__ = ["Selection", "best_window", "present", "select", "snippet", "to_result"]
+__all__ = [
+    "Selection",
+    "best_window",
+    "code_within",
+    "is_code_span",
+    "present",
+    "select",
+    "snippet",
+    "to_result",
+]

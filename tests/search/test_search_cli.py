@@ -254,3 +254,25 @@ def test_test_files_yield_unless_the_query_asks_for_tests(runner, indexed_repo) 
     asked = search_json(runner, indexed_repo, "tests for apply discount", "-k", "3", "--no-rerank")
     assert asked["results"][0]["path"] == "tests/test_cart.py"
     assert asked["results"][0]["symbol"] == "test_apply_discount_takes_the_percentage_off"
+
+
+def test_code_moves_into_the_top_3_unless_the_user_routes_to_docs(
+    runner, indexed_repo, monkeypatch
+) -> None:
+    """search.code_in_top: three prose spans on top and code later: the first code result
+    moves up to rank 3 (issue 13: a code question must see code near the top)."""
+    query = "installation requirements"  # install.md's sections fill the top 3 unaided
+    paths = lambda out: [r["path"] for r in out["results"]]  # noqa: E731
+    monkeypatch.setenv("LLMC_SEARCH__CODE_IN_TOP", "0")
+    off = search_json(runner, indexed_repo, query, "-k", "6")
+    assert all(p.endswith(".md") for p in paths(off)[:3])
+    first_code = next(i for i, p in enumerate(paths(off)) if not p.endswith(".md"))
+    monkeypatch.delenv("LLMC_SEARCH__CODE_IN_TOP")
+    on = search_json(runner, indexed_repo, query, "-k", "6")
+    moved = paths(off)[:2] + [paths(off)[first_code]] + paths(off)[2:first_code]
+    assert paths(on)[: first_code + 1] == moved
+    assert paths(on)[first_code + 1 :] == paths(off)[first_code + 1 :]
+    docs = search_json(runner, indexed_repo, query, "-k", "6", "--route", "docs")
+    assert all(p.endswith(".md") for p in paths(docs)[:3])  # the user's route stands
+    short = search_json(runner, indexed_repo, query, "-k", "3")  # code from below k
+    assert paths(short)[2] == paths(off)[first_code]

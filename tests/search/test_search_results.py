@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from llmc.search.results import best_window, select, snippet
+from llmc.search.results import best_window, code_within, select, snippet
 from llmc.search.types import Candidate
 from llmc.types import Span, StoredSpan
 
@@ -12,7 +12,7 @@ from llmc.types import Span, StoredSpan
 def stored(i: int, path: str, start: int, end: int, text: str = "", **kw) -> StoredSpan:
     lines = text.split("\n") if text else [f"line {n}" for n in range(start, end + 1)]
     span = Span(
-        path=path, lang="python", category=kw.pop("category", "code"),
+        path=path, lang=kw.pop("lang", "python"), category=kw.pop("category", "code"),
         kind=kw.pop("kind", "function"), symbol=kw.pop("symbol", f"f{i}"),
         qualname=kw.pop("qualname", f"f{i}"), start_line=start, end_line=end,
         text="\n".join(lines), header="", part=kw.pop("part", 0),
@@ -98,3 +98,29 @@ def test_select_reads_more_batches_before_backfilling(tmp_path: Path) -> None:
     sel = select(cands, fetch, tmp_path, k=3, max_per_file=2, batch=2)
     assert [s.id for _, s in sel.chosen] == [1, 2, 4]
     assert calls == [[1, 2], [3, 4]]
+
+
+def _chosen(*langs: str) -> tuple[tuple[Candidate, StoredSpan], ...]:
+    return tuple(
+        (Candidate(i, 1.0 / i), stored(i, f"f{i}.{'md' if lang == 'markdown' else 'py'}", 1, 2, lang=lang))
+        for i, lang in enumerate(langs, start=1)
+    )  # fmt: skip
+
+
+def test_code_within_moves_the_first_code_span_to_rank_n() -> None:
+    chosen = _chosen("markdown", "markdown", "rst", "text", "python", "markdown", "python")
+    moved, from_rank = code_within(chosen, 3)
+    assert [s.id for _, s in moved] == [1, 2, 5, 3, 4, 6, 7]  # 5 to rank 3, the rest shift
+    assert from_rank == 5
+    assert len(moved) == len(chosen)
+
+
+def test_code_within_leaves_order_alone_when_it_need_not_or_cannot() -> None:
+    some_code = _chosen("markdown", "python", "markdown", "python")
+    assert code_within(some_code, 3) == (some_code, 0)  # code already in the top 3
+    prose = _chosen("markdown", "markdown", "markdown", "rst")
+    assert code_within(prose, 3) == (prose, 0)  # no code anywhere: nothing to move
+    late = _chosen("markdown", "markdown", "python")
+    assert code_within(late, 2)[0][1][1].id == 3 and code_within(late, 2)[1] == 3
+    assert code_within(late, 0) == (late, 0)  # 0: off
+    assert code_within(_chosen("markdown", "python"), 3) == (_chosen("markdown", "python"), 0)
