@@ -290,8 +290,9 @@ def test_run_protocol_runs_the_questions_task_through_run_py(fixture_project, mo
 
 
 def test_shipped_question_files_follow_their_project_into_validation():
-    """A question file serves whichever split its project is in: express moved from test to
-    validation (docs/evaluation.md, Splits) and its questions went with it."""
+    """A question file serves whichever split its project is in: express, then jsonschema,
+    markdown and sqlparse moved from test to validation (docs/evaluation.md, Splits) and
+    their questions went with them."""
     from llmc.eval.protocol.question_pool import with_questions
     from llmc.eval.protocol.splits import protocol_projects, select_projects
 
@@ -299,7 +300,9 @@ def test_shipped_question_files_follow_their_project_into_validation():
     for path in sorted(Q.QUESTIONS_DIR.glob("*.json")):
         qf = Q.load_question_file(path)
         assert splits.get(qf.project) in ("validation", "test"), qf.project
-    assert [sp.name for sp in with_questions(select_projects("validation"))] == ["express"]
-    assert "express" not in [sp.name for sp in with_questions(select_projects("test"))]
+    validation = [sp.name for sp in with_questions(select_projects("validation"))]
+    assert validation == ["express", "jsonschema", "markdown", "sqlparse"]
+    test = [sp.name for sp in with_questions(select_projects("test"))]
+    assert not set(test) & set(validation) and len(test) >= 4
     chosen, names, _ = Q._resolve("validation", ["express"], ("grep", "fusion"), None)
     assert [sp.name for sp in chosen] == ["express"] and names == ["grep", "fusion"]
