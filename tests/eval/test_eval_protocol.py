@@ -132,7 +132,7 @@ def test_splits_are_data_and_disjoint():
     validation = {p.name for p in by_split["validation"]}
     python_validation = {p.name for p in by_split["validation"] if p.ecosystem != NPM}
     # jsonschema, markdown and sqlparse left test for validation after two test reports
-    # (their code questions' Code@3 is iterated on there); pyparsing replaced them on test
+    # (their code questions' Code@3 is iterated on there); natsort replaced them on test
     assert python_validation == {
         "attrs",
         "marshmallow",
@@ -152,7 +152,7 @@ def test_splits_are_data_and_disjoint():
     test = by_split["test"]
     assert len(test) >= 12 and sum(p.ecosystem == NPM for p in test) >= 4
     assert "express" not in {p.name for p in test} and "superagent" in {p.name for p in test}
-    assert "pyparsing" in {p.name for p in test} and "markdown" not in {p.name for p in test}
+    assert "natsort" in {p.name for p in test} and "markdown" not in {p.name for p in test}
     assert not {p.name for p in test} & (validation | {p.name for p in by_split["train"]})
     assert not {p.name.lower() for p in projects} & RESERVED
     assert [p.name for p in select_projects("test", ["H11"])] == ["h11"]
