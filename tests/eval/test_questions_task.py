@@ -301,7 +301,7 @@ def test_shipped_question_files_follow_their_project_into_validation():
         qf = Q.load_question_file(path)
         assert splits.get(qf.project) in ("validation", "test"), qf.project
     validation = [sp.name for sp in with_questions(select_projects("validation"))]
-    assert validation == ["express", "jsonschema", "markdown", "sqlparse"]
+    assert validation == ["express", "koa", "ws", "jsonschema", "markdown", "sqlparse"]
     test = [sp.name for sp in with_questions(select_projects("test"))]
     assert not set(test) & set(validation) and len(test) >= 4
     chosen, names, _ = Q._resolve("validation", ["express"], ("grep", "fusion"), None)
