@@ -51,8 +51,31 @@ def _query(grammar: str, stem: str):
     import tree_sitter
     from tree_sitter_language_pack import get_language
 
-    source = (QUERY_DIR / f"{stem}-tags.scm").read_text(encoding="utf-8")
-    return tree_sitter.Query(get_language(grammar), source)
+    return tree_sitter.Query(get_language(grammar), _tags_source(stem))
+
+
+@cache
+def _tags_source(stem: str) -> str:
+    return (QUERY_DIR / f"{stem}-tags.scm").read_text(encoding="utf-8")
+
+
+def tags_walk(path: str, lang: str | None, category: str | None) -> Any:
+    """The tags query of ``path``'s language, for the chunker to run in its own walk of the
+    file's tree (``llmc.index.chunk_code.Also``); :func:`extract_file` then takes its
+    matches from the chunker's ``trees`` instead of walking the tree again. None for a file
+    without a tags query."""
+    from llmc.index.chunk_code import Also
+
+    if is_doc(path, lang, category) and spec_for(path, None) is None:
+        return None
+    spec = spec_for(path, lang)
+    if spec is None:
+        return None
+    return Also(spec.grammar, _tags_source(spec.query), _matches_key(spec))
+
+
+def _matches_key(spec: LangSpec) -> tuple[str, str, str]:
+    return ("tags", spec.grammar, spec.query)
 
 
 def type_head(text: str) -> str:
@@ -88,7 +111,8 @@ def extract_file(
     """Facts for one file; never raises for bad input (``facts.error`` says what failed).
 
     ``trees``: tree-sitter parses of exactly ``text`` by grammar name (the chunker's, see
-    ``chunk_file``); the file's grammar's tree is used instead of parsing again."""
+    ``chunk_file``); the file's grammar's tree is used instead of parsing again, and the
+    tags query's matches when the chunker's walk left them there (``tags_walk``)."""
     if is_doc(path, lang, category) and spec_for(path, None) is None:
         try:
             return extract_doc(path, text)
@@ -99,7 +123,10 @@ def extract_file(
     if spec is None:
         return FileFacts(path=path, lang=lang or "", category=category or "code")
     try:
-        return _extract_code(path, text, spec, (trees or {}).get(spec.grammar))
+        trees = trees or {}
+        tree = trees.get(spec.grammar)
+        matches = trees.get(_matches_key(spec)) if tree is not None else None
+        return _extract_code(path, text, spec, tree, matches)
     except Exception as e:  # noqa: BLE001 - one bad file never stops the build
         log.warning("%s: graph extraction failed: %s", path, e)
         return FileFacts(path=path, lang=spec.name, category="code", error=f"extract: {e}")
@@ -148,7 +175,9 @@ def _match_kind(names: tuple[str, ...]) -> tuple[str | None, str | None]:
     return None, next((k for k in _REF_KEYS if k in names), None)
 
 
-def _extract_code(path: str, text: str, spec: LangSpec, tree: Any = None) -> FileFacts:
+def _extract_code(
+    path: str, text: str, spec: LangSpec, tree: Any = None, matches: Any = None
+) -> FileFacts:
     import tree_sitter
 
     src = text.encode("utf-8", "surrogatepass")
@@ -164,7 +193,8 @@ def _extract_code(path: str, text: str, spec: LangSpec, tree: Any = None) -> Fil
     def node_text(n: Any) -> str:
         return src[n.start_byte : n.end_byte].decode("utf-8", "replace")
 
-    matches = tree_sitter.QueryCursor(_query(spec.grammar, spec.query)).matches(root)
+    if matches is None:
+        matches = tree_sitter.QueryCursor(_query(spec.grammar, spec.query)).matches(root)
     raw_defs: list[dict[str, Any]] = []
     refs: list[tuple[str, dict[str, list[Any]]]] = []
     for _, caps in matches:
@@ -360,4 +390,4 @@ def _export(facts: FileFacts, node: Any, node_text) -> None:
             facts.default_export = node_text(name)
 
 
-__all__ = ["extract_file", "type_head"]
+__all__ = ["extract_file", "tags_walk", "type_head"]

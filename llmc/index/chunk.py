@@ -34,7 +34,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from llmc.config import IndexConfig
-from llmc.index.chunk_code import code_spans
+from llmc.index.chunk_code import Also, code_spans
 from llmc.index.chunk_docs import PARAGRAPH_LINES, markdown_spans, paragraph_spans, rst_spans
 from llmc.index.chunk_emit import Ctx, split_lines, windows
 from llmc.languages import has_grammar
@@ -70,6 +70,7 @@ def chunk_file(
     cfg: IndexConfig,
     trees: dict[str, Tree] | None = None,
     parse: bool = True,
+    also: Also | None = None,
 ) -> list[Span]:
     """Spans of one file. ``path`` is repo-relative (posix); never raises. Without
     ``parse``, no grammar runs: code is cut into line windows (a file that crashed the
@@ -77,7 +78,8 @@ def chunk_file(
 
     ``lang``/``category`` come from ``detect_language``; ``(None, None)`` (unknown type)
     gives line windows with lang ``"text"``, category CODE. With ``trees``, a tree-sitter
-    parse made on the way is left there, keyed by grammar name (the graph reuses it).
+    parse made on the way is left there, keyed by grammar name (the graph reuses it), and
+    with ``also``, that query's matches from the same walk (see ``Also``).
     """
     try:
         lines = split_lines(text if isinstance(text, str) else str(text))
@@ -89,7 +91,7 @@ def chunk_file(
     overlap = min(max(0, int(cfg.span_overlap_lines or 0)), max_lines - 1)
     ctx = Ctx(path, lines, lang or "text", category or CODE, cfg, max_lines, overlap)
     try:
-        spans = _dispatch(ctx, text, lang, category, trees, parse)
+        spans = _dispatch(ctx, text, lang, category, trees, parse, also)
         if not spans:
             spans = windows(ctx)
     except Exception as e:  # includes RecursionError on absurd nesting
@@ -109,6 +111,7 @@ def _dispatch(
     category: str | None,
     trees: dict | None,
     parse: bool = True,
+    also: Also | None = None,
 ) -> list[Span]:
     if lang == "markdown":
         return markdown_spans(ctx)
@@ -117,7 +120,7 @@ def _dispatch(
     if lang == "text" or category == DOC:
         return paragraph_spans(ctx)
     if parse and lang and has_grammar(lang):
-        return code_spans(ctx, text, trees)
+        return code_spans(ctx, text, trees, also)
     return windows(ctx)
 
 

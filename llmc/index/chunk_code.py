@@ -127,18 +127,38 @@ def too_deep_for_grammar(lang: str, text: str) -> bool:
     return limit is not None and braces_too_deep(text, limit)
 
 
-def code_spans(ctx: Ctx, text: str, trees: dict[str, Tree] | None = None) -> list[Span]:
+def code_spans(
+    ctx: Ctx, text: str, trees: dict[Any, Any] | None = None, also: Also | None = None
+) -> list[Span]:
     """The spans of ``ctx``'s file, parsed with its language's grammar; with ``trees``, the
-    parse is left there under its grammar's name for the graph's extraction to reuse."""
+    parse is left there under its grammar's name for the graph's extraction to reuse, and
+    with ``also`` (another query on the same grammar: the graph's tags), that query's
+    matches too, from the same walk of the tree as the definitions (see ``Also``)."""
     if too_deep_for_grammar(ctx.lang, text):
         raise ValueError(f"{ctx.lang} nested too deep for the grammar")
     tree, src = _parse(ctx.lang, text)
+    grammar = grammar_name(ctx.lang) or ctx.lang
     if trees is not None:
-        trees[grammar_name(ctx.lang) or ctx.lang] = tree
+        trees[grammar] = tree
     query = _query(ctx.lang)
     if query is not None:
-        return _code_spans(ctx, tree, src, query)
+        if trees is None or also is None or also.grammar != grammar:
+            also = None
+        return _code_spans(ctx, tree, src, query, trees, also)
     return _generic_spans(ctx, tree, src)
+
+
+@dataclass(frozen=True)
+class Also:
+    """Another query to run in the chunker's walk of a file's tree: each query walks the
+    whole tree, which costs more than matching a few more patterns on the way, so the
+    graph's tags query (``llmc.graph.extract``) runs in the same walk as the definitions
+    and comments. Its matches are left in the chunker's ``trees`` under ``key``, in the
+    order its own cursor yields them (its patterns come first in the combined query)."""
+
+    grammar: str
+    source: str
+    key: Any
 
 
 @cache
@@ -177,7 +197,8 @@ def _query(lang: str) -> Any:
 
 
 @cache
-def _comment_query(lang: str) -> Any:
+def _comment_kinds(lang: str) -> tuple[str, ...]:
+    """The grammar's comment node kinds that a query can name."""
     import tree_sitter
 
     language = _language(lang)
@@ -195,9 +216,47 @@ def _comment_query(lang: str) -> Any:
             good.append(kind)
         except Exception:
             continue
-    if not good:
+    return tuple(good)
+
+
+def _comment_pattern(lang: str, capture: str) -> str:
+    return "[" + " ".join(f"({k})" for k in _comment_kinds(lang)) + "] @" + capture
+
+
+@cache
+def _comment_query(lang: str) -> Any:
+    if not _comment_kinds(lang):
         return None
-    return tree_sitter.Query(language, "[" + " ".join(f"({k})" for k in good) + "] @c")
+    import tree_sitter
+
+    return tree_sitter.Query(_language(lang), _comment_pattern(lang, "c"))
+
+
+_COMMENT = "llmc.comment"  # the comment capture of ``_defs_query``
+
+
+@cache
+def _defs_query(lang: str, also: str = "") -> tuple[Any, int] | None:
+    """(``also``'s patterns, then ``lang``'s definitions query, then the comment pattern, in
+    one query; how many patterns ``also`` has), so that one walk of the tree finds them
+    all: each query walks the whole tree, which costs more than matching these few more
+    patterns. None when there is no definitions query or they do not compile together
+    (they then run apart). Appended patterns do not change the order in which the ones
+    before them match, and the ones after keep their order among themselves."""
+    path = QUERY_DIR / f"{lang}.scm"
+    if _query(lang) is None or not _comment_kinds(lang):
+        return None
+    import tree_sitter
+
+    source = path.read_text(encoding="utf-8") + "\n" + _comment_pattern(lang, _COMMENT)
+    try:
+        query = tree_sitter.Query(_language(lang), f"{also}\n{source}\n")
+    except Exception as e:  # noqa: BLE001 - the queries apart still work
+        log.debug("%s: definitions, comments and tags do not combine (%s)", lang, e)
+        return None
+    end = len(also.encode("utf-8"))  # ``also``'s patterns are the ones that start in it
+    first = sum(1 for i in range(query.pattern_count) if query.start_byte_for_pattern(i) < end)
+    return query, first
 
 
 def _end_row(node: Node) -> int:
@@ -233,12 +292,16 @@ def _comment_blocks(lang: str, root: Node, src: bytes) -> dict[int, int]:
     ends: dict[int, int] = {}
     for nodes in tree_sitter.QueryCursor(query).captures(root).values():
         for c in nodes:
-            if not (_starts_line(src, c) and _ends_line(src, c)):
-                continue
-            end, start = _end_row(c), c.start_point[0]
-            if start < ends.get(end, start + 1):
-                ends[end] = start
+            _add_comment(ends, src, c)
     return ends
+
+
+def _add_comment(ends: dict[int, int], src: bytes, c: Node) -> None:
+    if not (_starts_line(src, c) and _ends_line(src, c)):
+        return
+    end, start = _end_row(c), c.start_point[0]
+    if start < ends.get(end, start + 1):
+        ends[end] = start
 
 
 def _is_comment(node: Node) -> bool:
@@ -289,8 +352,33 @@ def _split_name(raw: str) -> tuple[str, list[str]]:
 def _collect_defs(query: Any, root: Node) -> list[_Def]:
     import tree_sitter
 
+    return _defs_of(tree_sitter.QueryCursor(query).matches(root))
+
+
+def _defs_and_comments(
+    query: Any, first: int, root: Node, src: bytes
+) -> tuple[list[_Def], dict[int, int], list[Any]]:
+    """``_collect_defs``, ``_comment_blocks`` and the ``Also`` query's matches (patterns
+    below ``first``) from one walk with ``_defs_query``."""
+    import tree_sitter
+
+    matches, ends, others = [], {}, []
+    for m in tree_sitter.QueryCursor(query).matches(root):
+        if m[0] < first:
+            others.append(m)
+            continue
+        comments = m[1].get(_COMMENT)
+        if comments is None:
+            matches.append(m)
+            continue
+        for c in comments:
+            _add_comment(ends, src, c)
+    return _defs_of(matches), ends, others
+
+
+def _defs_of(matches: Any) -> list[_Def]:
     defs: dict[tuple[int, int], _Def] = {}
-    for _, caps in tree_sitter.QueryCursor(query).matches(root):
+    for _, caps in matches:
         node, role = None, ""
         for cname, nodes in caps.items():
             if cname.startswith("definition.") and nodes:
@@ -505,10 +593,18 @@ def _place_all(defs: list[_Def], src: bytes, comment_ends: dict[int, int], floor
             _place_all(d.children, src, comment_ends, inner_floor)
 
 
-def _code_spans(ctx: Ctx, tree: Tree, src: bytes, query: Any) -> list[Span]:
+def _code_spans(
+    ctx: Ctx, tree: Tree, src: bytes, query: Any, trees: dict | None, also: Also | None
+) -> list[Span]:
     root = tree.root_node
-    top = _nest(_collect_defs(query, root))
-    comment_ends = _comment_blocks(ctx.lang, root, src)
+    combined = _defs_query(ctx.lang, also.source if also is not None else "")
+    if combined is not None:
+        defs, comment_ends, others = _defs_and_comments(*combined, root, src)
+        if also is not None and trees is not None:
+            trees[also.key] = others
+    else:
+        defs, comment_ends = _collect_defs(query, root), _comment_blocks(ctx.lang, root, src)
+    top = _nest(defs)
     _place_all(top, src, comment_ends, 0)
     out: list[Span] = []
     for d in top:
@@ -579,4 +675,4 @@ def _generic_spans(ctx: Ctx, tree: Tree, src: bytes) -> list[Span]:
     return _ordered(out)
 
 
-__all__ = ["QUERY_DIR", "code_spans"]
+__all__ = ["QUERY_DIR", "Also", "code_spans"]

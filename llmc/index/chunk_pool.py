@@ -5,7 +5,8 @@ before it is searchable, and it is per file, so it spreads over processes.
 (an edit, a small repository: a pool would cost more than it saves) or on a one-core machine,
 and otherwise in ``spawn``-ed worker processes (safe in a threaded caller such as the daemon,
 unlike ``fork``). Asked to, a worker also extracts the file's graph facts from the same
-tree-sitter parse (``llmc.graph.facts``), so the graph never parses a file again. Workers
+tree-sitter parse (``llmc.graph.facts``), so the graph never parses a file again, and the
+graph's tags query runs in the chunker's own walk of the tree (``chunk_code.Also``). Workers
 die with their parent (``PR_SET_PDEATHSIG`` on Linux), so a killed `llmc index` leaves none
 behind; they only read the texts they are handed and write nothing.
 A pool that cannot start or breaks falls back to this process, with one log line. Once the
@@ -62,7 +63,8 @@ def chunk_one(
         first_line = text.split("\n", 1)[0][:200]
         lang, category = detect_language(rel, first_line)
         trees: dict | None = {} if graph else None
-        spans = chunk_file(rel, text, lang, category, index_cfg, trees, parse=parse)
+        also = _tags_walk(rel, lang, category) if graph and parse else None
+        spans = chunk_file(rel, text, lang, category, index_cfg, trees, parse=parse, also=also)
         if graph and not parse:
             facts = _unparsed_facts(rel, lang, category)
         else:
@@ -75,6 +77,17 @@ def chunk_one(
     except Exception as e:  # noqa: BLE001 - one bad file never stops the run
         log.debug("chunking %s failed: %s", rel, e, exc_info=True)
         return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+
+
+def _tags_walk(rel: str, lang: str | None, category: str | None):
+    """The graph's tags query, for the chunker's walk of the file (``Also``)."""
+    try:
+        from llmc.graph.extract import tags_walk
+
+        return tags_walk(rel, lang, category)
+    except Exception as e:  # noqa: BLE001 - the graph's extraction then walks it itself
+        log.debug("graph tags query of %s unavailable: %s", rel, e)
+        return None
 
 
 def _graph_facts(rel: str, text: str, lang, category, spans, trees) -> bytes | None:

@@ -377,3 +377,42 @@ def test_unknown_language_and_bad_text_do_not_raise():
     assert extract_file("x.zig", "const x = 1;", "zig", "code").defs == []
     assert extract_file("x.py", "\ud800 = 1\n", "python", "code").path == "x.py"
     assert extract_file("x.md", "# T\n\n`\x00`", "markdown", "doc").defs[0].name == "T"
+
+
+def test_tags_matches_from_the_chunkers_walk_equal_a_walk_of_their_own():
+    """The chunk workers run the graph's tags query in the chunker's walk of the tree
+    (``tags_walk``): the spans and the facts are the same as with every query walking the
+    tree on its own, for every language with a tags query (the graph fixtures), and the
+    shared walk is really taken."""
+    import pickle
+
+    from llmc.config import IndexConfig
+    from llmc.graph.extract import tags_walk
+    from llmc.graph.facts import span_rows, with_span_defs
+    from llmc.index.chunk import chunk_file
+    from llmc.index.chunk_pool import chunk_one
+    from llmc.languages import detect_language
+    from tests.graph.graph_helpers import FIXTURES
+
+    cfg = IndexConfig()
+    shared = set()
+    for project in ("pyshop", "tsapp", "goshop", "javashop", "rskv"):
+        for path in sorted((FIXTURES / project).rglob("*")):
+            if not path.is_file():
+                continue
+            rel = path.relative_to(FIXTURES).as_posix()
+            text = path.read_text(encoding="utf-8")
+            got = chunk_one(rel, text, cfg, graph=True)
+            assert not isinstance(got, str), (rel, got)
+            lang, category, spans, _, facts = got
+            alone = chunk_file(rel, text, lang, category, cfg)
+            assert spans == alone, rel
+            own = with_span_defs(extract_file(rel, text, lang, category), span_rows(alone))
+            assert pickle.loads(facts) == own, rel
+            also = tags_walk(rel, lang, category)
+            if also is not None and lang is not None:
+                trees: dict = {}
+                chunk_file(rel, text, lang, category, cfg, trees, also=also)
+                if also.key in trees:
+                    shared.add(detect_language(rel, "")[0])
+    assert {"python", "typescript", "javascript", "go", "java", "rust"} <= shared
