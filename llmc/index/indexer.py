@@ -531,6 +531,7 @@ class Indexer:
         pool = ChunkPool(len(files), journal, earlier)
         if graph:
             self._pool = pool
+        pool.warm()  # the workers start while the files are read
         try:
             for f in files:
                 prior = known_skips.get(f.path)

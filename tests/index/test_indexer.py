@@ -391,6 +391,23 @@ def test_a_chunk_worker_killed_mid_file_costs_the_run_nothing(tmp_path, monkeypa
     assert not [e for e in journal.iterdir() if e.read_text()]
 
 
+def test_warmed_chunk_workers_chunk_as_this_process_does():
+    """``ChunkPool.warm`` starts the workers (and their imports) before the first files are
+    handed over; what they return is what ``chunk_one`` returns here."""
+    from llmc.config import IndexConfig
+    from llmc.index.chunk_pool import ChunkPool, chunk_one
+
+    cfg = IndexConfig()
+    items = [(f"m{i}.py", f"class C{i}:\n    def f(self):\n        return g({i})\n", True)
+             for i in range(6)]  # fmt: skip
+    with ChunkPool(len(items)) as pool:
+        pool.workers, pool.parallel = 2, True  # workers even on a one-core machine
+        pool.warm()
+        got = list(pool.chunk(items, cfg))
+        assert pool._executor is not None  # the workers did it (no fallback here)
+    assert got == [chunk_one(rel, text, cfg, fields=True, graph=True) for rel, text, _ in items]
+
+
 def test_an_edit_is_embedded_before_the_graph_is_updated(sample_repo):
     """A small run (an edit, as the daemon makes them) writes its vectors first and updates
     the graph after, so dense search is fresh before the graph's repository-wide work; a
