@@ -15,6 +15,7 @@ _WORD = re.compile(r"[^\W_][\w]*|_+[^\W_]\w*", re.UNICODE)
 _DOTTED = re.compile(r"[A-Za-z_][\w]*(?:[./:\\-][A-Za-z_][\w]*)+")
 _RUN = re.compile(r"[\w./:\\-]+", re.UNICODE)  # holds every _WORD and _DOTTED match
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_SEPARATOR = re.compile(r"[./:\\-]")  # the characters of _RUN that are not \w
 MAX_TOKEN_LEN = 60
 
 
@@ -53,6 +54,8 @@ def code_tokens(text: str) -> list[str]:
 @functools.lru_cache(maxsize=1 << 17)
 def _run_tokens(run: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(dotted names, word tokens) of one run of name characters."""
+    if _SEPARATOR.search(run) is None:  # one identifier, as most runs are: no dotted name,
+        return (), (_word_tokens(run) if run.strip("_") else ())  # and it is its one _WORD
     dotted = (
         tuple(d.lower() for d in _DOTTED.findall(run) if len(d) <= MAX_TOKEN_LEN)
         if len(run) > 2
