@@ -408,6 +408,20 @@ def test_warmed_chunk_workers_chunk_as_this_process_does():
     assert got == [chunk_one(rel, text, cfg, fields=True, graph=True) for rel, text, _ in items]
 
 
+def test_chunk_workers_collect_cycles_less_often():
+    """The workers' cyclic GC runs every ``WORKER_GC_THRESHOLD[0]`` allocations, not 700."""
+    import gc
+
+    from llmc.index.chunk_pool import WORKER_GC_THRESHOLD, ChunkPool
+
+    with ChunkPool(2) as pool:
+        pool.workers, pool.parallel = 2, True
+        pool.warm()
+        future = pool.beside(gc.get_threshold)
+        assert future is not None
+        assert future.result(timeout=120) == WORKER_GC_THRESHOLD
+
+
 def test_an_edit_is_embedded_before_the_graph_is_updated(sample_repo):
     """A small run (an edit, as the daemon makes them) writes its vectors first and updates
     the graph after, so dense search is fresh before the graph's repository-wide work; a
