@@ -253,18 +253,20 @@ def present(
     """The top ``k`` results of ``fused`` with snippets, and the query's word groups (for
     highlighting); what was dropped on the way is said in the trace. ``max_per_file``:
     the per-file cap (None: ``search.max_per_file``). ``code_top`` > 0: a code span among
-    the first ``code_top`` when one is among the first ``max(k, CODE_LOOKAHEAD)``
-    (``code_within``)."""
+    the first ``code_top`` of the first ``max(k, CODE_LOOKAHEAD)`` when they hold one
+    (``code_within``), before the cut to ``k``."""
     scfg = sources.cfg.search
     cap = scfg.max_per_file if max_per_file is None else max_per_file
     wanted = max(k, CODE_LOOKAHEAD) if code_top > 0 else k
     sel = select(fused, sources.spans, sources.root, wanted, cap)
-    chosen, moved_from = code_within(sel.chosen, min(code_top, k))
+    # the move is decided on the top max(k, CODE_LOOKAHEAD), then cut to k, so a smaller k
+    # shows a prefix of the same order (k = 1 keeps prose first when prose leads)
+    chosen, moved_from = code_within(sel.chosen, code_top)
     if moved_from:
         trace.note(
             "results",
-            f"code intent and no code in the top {min(code_top, k)}: the first code result "
-            f"moved up from rank {moved_from}",
+            f"no code in the top {code_top}: the first code result moved up from rank "
+            f"{moved_from} to {code_top}",
         )
     chosen = chosen[:k]
     if sel.missing_ids:

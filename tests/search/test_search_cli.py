@@ -276,3 +276,5 @@ def test_code_moves_into_the_top_3_unless_the_user_routes_to_docs(
     assert all(p.endswith(".md") for p in paths(docs)[:3])  # the user's route stands
     short = search_json(runner, indexed_repo, query, "-k", "3")  # code from below k
     assert paths(short)[2] == paths(off)[first_code]
+    one = search_json(runner, indexed_repo, query, "-k", "1")  # a prefix of the same order
+    assert paths(one) == paths(on)[:1] == paths(off)[:1]
