@@ -145,6 +145,12 @@ def category_of(lang: str | None) -> str | None:
     return DOC if lang in DOC_LANGS else CODE
 
 
+def is_code_lang(lang: str | None) -> bool:
+    """Whether ``lang`` is code: known and not prose (markdown, rst, text). What Code@3
+    counts (``llmc.eval.metrics``) and what search moves into the top 3 (``results``)."""
+    return category_of(lang) == CODE
+
+
 def extension_language(path: str) -> str | None:
     """The lang of ``path`` by its extension alone (no file names, no shebang)."""
     return _EXTENSIONS.get(PurePosixPath(path.replace("\\", "/")).suffix.lower())
@@ -213,5 +219,6 @@ __all__ = [
     "extension_language",
     "grammar_name",
     "has_grammar",
+    "is_code_lang",
     "known_languages",
 ]

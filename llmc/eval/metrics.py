@@ -139,11 +139,11 @@ def is_code_result(result: Any) -> bool:
     Decided by its ``lang`` (markdown, rst and text are prose), else its ``category``,
     else its path. Files of unknown type, indexed as ``text`` windows, are not code.
     """
-    from llmc.languages import category_of, detect_language
+    from llmc.languages import detect_language, is_code_lang
 
     lang = getattr(result, "lang", "") or ""
     if lang:
-        return category_of(lang) == CODE
+        return is_code_lang(lang)
     category = getattr(result, "category", "") or ""
     if category:
         return category == CODE

@@ -34,7 +34,7 @@ VARIANTS: dict[str, Variant] = {}
 
 # Switches of the stages around retrieval. The single-retriever baselines turn off every
 # one that exists, so "bm25-only" is BM25 alone whatever later stages get added.
-CODE_IN_TOP = "search.code_in_top"  # an int: set to 0 with the stages, not False
+CODE_IN_TOP = "search.code_in_top"  # an int: the baselines set it to 0 (``_baseline``)
 EXTRA_STAGES = (
     "search.exact_symbol",
     "search.graph",

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from llmc.languages import category_of
+from llmc.languages import is_code_lang
 from llmc.search.fusion import diversify
 from llmc.search.query import word_groups
 from llmc.search.trace import Trace
 from llmc.search.types import Candidate, SearchResult
-from llmc.types import CODE, StoredSpan
+from llmc.types import StoredSpan
 
 if TYPE_CHECKING:  # pragma: no cover
     from llmc.search.sources import Sources
@@ -122,8 +122,8 @@ def select(
 
 def is_code_span(stored: StoredSpan) -> bool:
     """Whether a span lies in a code file: a known language other than prose (markdown,
-    rst, text), as Code@3 counts it (``llmc.eval.metrics.is_code_result``)."""
-    return category_of(stored.span.lang) == CODE
+    rst, text), as Code@3 counts it."""
+    return is_code_lang(stored.span.lang)
 
 
 Chosen = tuple[tuple[Candidate, StoredSpan], ...]
