@@ -43,6 +43,9 @@ CODE_MODEL = "code"
 CODE_MODEL_ID = "llmc/minilm-l6-code"
 CODE_MODEL_DIR = Path(__file__).with_name("code_embedder")
 SMALL_BATCH = 16  # at most this many texts are embedded on one thread
+# Every index written before the truncation joined the vector space's id embedded at this
+# many tokens, so that truncation keeps the bare model id (no re-embedding for them).
+BARE_ID_MAX_TOKENS = 256
 RUNTIMES = ("auto", "torch", "onnx")
 
 
@@ -77,6 +80,16 @@ def resolve_model(name: str) -> tuple[str, str]:
     return name, name
 
 
+def vector_space_id(model_id: str, max_seq_length: int) -> str:
+    """The id an index records for its vectors: the model, and the truncation when it is not
+    ``BARE_ID_MAX_TOKENS``. Vectors of one model truncated at 128 and at 256 tokens are not
+    interchangeable, so a changed ``max_seq_length`` re-embeds like a changed model, and the
+    embedding cache (keyed by this id) never hands back vectors cut at another length."""
+    if max_seq_length == BARE_ID_MAX_TOKENS:
+        return model_id
+    return f"{model_id}@{max_seq_length}tok"
+
+
 @functools.cache
 def code_model_id() -> str:
     """The shipped code model's id, naming its weights: retrained layers re-embed the code
@@ -94,7 +107,7 @@ class SentenceTransformerEmbedder:
         name: str = DEFAULT_MODEL,
         device: str = "auto",
         precision: str = "auto",
-        batch_size: int = 64,
+        batch_size: int = 32,
         max_seq_length: int = 256,
         query_prefix: str = "",
         passage_prefix: str = "",
@@ -104,7 +117,8 @@ class SentenceTransformerEmbedder:
             raise ModelError(
                 f"unknown embedding runtime {runtime!r} (one of {', '.join(RUNTIMES)})"
             )
-        self.model_id, self._source = resolve_model(name)
+        self._base_id, self._source = resolve_model(name)  # names the ONNX export's cache
+        self.model_id = vector_space_id(self._base_id, max_seq_length)
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
         self.query_prefix = query_prefix
@@ -171,7 +185,7 @@ class SentenceTransformerEmbedder:
         """The int8 export for queries if a checked one is cached; never builds it."""
         from llmc.models.onnx_runtime import cached_onnx_encoder
 
-        return cached_onnx_encoder(self.model_id, self._source, self.max_seq_length)
+        return cached_onnx_encoder(self._base_id, self._source, self.max_seq_length)
 
     @property
     def query_runtime_missing(self) -> bool:
@@ -199,7 +213,7 @@ class SentenceTransformerEmbedder:
 
         # The torch model is loaded (uncached) only to export and check, then dropped.
         encoder = load_onnx_encoder(
-            self.model_id,
+            self._base_id,
             self._source,
             self.max_seq_length,
             lambda: _load.__wrapped__(self._source, "cpu", "fp32"),
@@ -245,11 +259,14 @@ class SentenceTransformerEmbedder:
     def embed_passages(
         self, texts: Sequence[str], progress: Callable[[int], None] | None = None
     ) -> np.ndarray:
-        """Embed in chunks sorted by length (less padding), reporting progress per chunk."""
+        """Embed in chunks sorted by length (less padding), reporting progress per chunk.
+        Longest first: each later batch's activations fit in the memory the earlier ones
+        freed (ascending, every batch needed larger blocks than any freed yet and the heap
+        grew through the call)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         prefixed = [self.passage_prefix + t for t in texts]
-        order = sorted(range(len(prefixed)), key=lambda i: len(prefixed[i]))
+        order = sorted(range(len(prefixed)), key=lambda i: len(prefixed[i]), reverse=True)
         out = np.zeros((len(prefixed), self.dim), dtype=np.float32)
         step = max(self.batch_size * 4, 1)
         for start in range(0, len(order), step):
@@ -257,6 +274,10 @@ class SentenceTransformerEmbedder:
             out[idx] = self._encode([prefixed[i] for i in idx])
             if progress:
                 progress(len(idx))
+        if self._model is not None:
+            from llmc.models.heap import release_free_heap
+
+            release_free_heap()  # this call's activations: see llmc/models/heap.py
         return out
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
@@ -330,7 +351,7 @@ def get_embedder(
     name: str,
     device: str = "auto",
     precision: str = "auto",
-    batch_size: int = 64,
+    batch_size: int = 32,
     max_seq_length: int = 256,
     query_prefix: str = "",
     passage_prefix: str = "",
@@ -358,11 +379,10 @@ def embedder_from_config(cfg, category: str) -> SentenceTransformerEmbedder:
 
 
 def resolved_model_id(cfg, category: str) -> str:
-    """The model id for ``category`` without loading the model."""
+    """The vector space id for ``category`` (``vector_space_id``) without loading the model."""
     name = cfg.code_model if category == "code" else cfg.docs_model
-    if name in (CODE_MODEL, CODE_MODEL_ID):
-        return code_model_id()
-    return resolve_model(name)[0]
+    base = code_model_id() if name in (CODE_MODEL, CODE_MODEL_ID) else resolve_model(name)[0]
+    return vector_space_id(base, cfg.max_seq_length)
 
 
 __all__ = [
@@ -372,4 +392,5 @@ __all__ = [
     "get_embedder",
     "resolve_model",
     "resolved_model_id",
+    "vector_space_id",
 ]
