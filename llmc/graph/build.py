@@ -24,7 +24,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,16 +80,20 @@ def update_graph(
     generation: int,
     cfg: GraphConfig | None = None,
     facts: Mapping[str, bytes] | None = None,
+    on_written: Callable[[GraphStats], None] | None = None,
 ) -> GraphStats:
     """Bring the graph up to date with the store after an index run (writer lock held).
 
     ``changed`` files take their pickled facts from ``facts`` (what the chunk workers
     extracted from the text the store now holds), else are re-extracted from disk; other
     files reuse cached facts when the store's content hash still matches; ``removed``
-    files drop out. Returns what was done.
+    files drop out. Returns what was done; ``on_written`` is called with the same as soon
+    as ``rag_graph.json`` is written (the facts cache follows).
     """
     with _gc_paused():
-        stats = _update(repo_root, store, changed, removed, generation, cfg, facts or {})
+        stats = _update(
+            repo_root, store, changed, removed, generation, cfg, facts or {}, on_written
+        )
         warm.settle()  # a kept state: out of the collector's way
         return stats
 
@@ -123,6 +127,7 @@ def _update(
     generation: int,
     cfg: GraphConfig | None,
     given: Mapping[str, bytes],
+    on_written: Callable[[GraphStats], None] | None = None,
 ) -> GraphStats:
     started = time.perf_counter()
     repo_root = Path(repo_root)
@@ -240,12 +245,6 @@ def _update(
         token = uuid.uuid4().hex
         prev_token = cache.get("token")
         cache = {"version": FACTS_VERSION, "token": token, "files": new_cache}
-        if not (
-            keep_edges
-            and prev_token
-            and _append_delta(facts_file, prev_token, cache, reextracted, resolver)
-        ):
-            _write_facts_cache(facts_file, cache, resolver)
     if output is not None:  # a patched resolver: only the changed files' spans and pieces
         dirty = changed_set | resolver.facts_changed
         span_nodes_of = kept.span_nodes  # type: ignore[union-attr]
@@ -291,7 +290,18 @@ def _update(
         header = data["graph"]
         _write_json(graph_file, data)
         del data
+    if on_written is not None:
+        on_written(stats)
     if not unchanged:
+        # The facts cache after the graph (either order is crash-safe: the two tokens
+        # differ until both are written, and a mismatch rebuilds), so that the graph
+        # answers before the cache is pickled (``on_written``).
+        if not (
+            keep_edges
+            and prev_token
+            and _append_delta(facts_file, prev_token, cache, reextracted, resolver)
+        ):
+            _write_facts_cache(facts_file, cache, resolver)
         if warm.enabled() and output is None and pieces_usable(records):
             output = NodeLink(nodes, resolver.table.edges)
             span_nodes_of = _span_nodes_by_path(span_nodes, spans_by_path)

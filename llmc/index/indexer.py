@@ -45,7 +45,7 @@ from llmc.index.progress import (
 )
 from llmc.index.walk import WalkedFile, read_text, walk
 from llmc.paths import db_path, ensure_state_dir, lexical_path, lock_path, state_dir
-from llmc.store.db import Store, embed_hash, quarantine
+from llmc.store.db import FileRecord, Store, embed_hash, quarantine
 from llmc.store.lexical import Fields
 from llmc.store.sqlite import integrity_problem
 from llmc.types import CODE, DOC, IndexSummary, SkippedFile, Span, StoredSpan, text_hash
@@ -391,16 +391,32 @@ class Indexer:
 
         generation = store.bump_generation()
         summary.generation = generation
-        written, fields = self._write(store, parsed, generation, spaces, summary)
-        summary.files_removed = store.remove_files(removed)
-        self._check()  # before the lexical index is written under a deleted .llmc/
-        clock = lap(summary, "write", clock)
         changed_paths = [p.file.path for p in parsed]
-        store.make_durable()
         facts = {p.file.path: p.facts for p in parsed if p.facts is not None}
-        beside = derived.start_graph_beside(
-            self._pool, self.root, self.cfg.graph, changed_paths, removed, generation, facts
-        )
+        # The graph's resolution needs no span ids: a worker starts it beside the writes
+        from llmc.graph import early as graph_early
+
+        early = graph_early.start(
+            self._pool, self.root, self.cfg.graph, _records_after(known, parsed, removed),
+            changed_paths, removed, generation, facts,
+        )  # fmt: skip
+        committed = False
+        try:
+            written, fields = self._write(store, parsed, generation, spaces, summary)
+            summary.files_removed = store.remove_files(removed)
+            self._check()  # before the lexical index is written under a deleted .llmc/
+            clock = lap(summary, "write", clock)
+            store.make_durable()
+            committed = True
+        finally:
+            if early is not None:
+                early.gate.open(committed)
+        if early is not None:
+            beside = early.future
+        else:
+            beside = derived.start_graph_beside(
+                self._pool, self.root, self.cfg.graph, changed_paths, removed, generation, facts
+            )
         lexical.update([*removed, *changed_paths], written, generation, fields)
         clock = lap(summary, "lexical", clock)
         summary.searchable_seconds = time.perf_counter() - started  # BM25 and exact answer
@@ -664,6 +680,18 @@ def index_repo(
 
 def plan_index(root: Path, cfg: Config, progress: Progress | None = None) -> IndexSummary:
     return Indexer(root, cfg, progress).plan()
+
+
+def _records_after(
+    known: dict[str, FileRecord], parsed: list[_Parsed], removed: list[str]
+) -> dict[str, FileRecord]:
+    """The store's file records once this run's writes are committed (ids aside)."""
+    gone = set(removed)
+    out = {p: r for p, r in known.items() if p not in gone}
+    for p in parsed:
+        f = p.file
+        out[f.path] = FileRecord(0, f.path, p.lang, p.category, f.size, f.mtime_ns, p.content_hash)
+    return out
 
 
 def _record_policies(store: Store, skip_policy: str, chunk_policy_now: str) -> None:
