@@ -158,7 +158,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repo", type=Path, default=ROOT)
     ap.add_argument("--limit", type=int, default=0, help="at most this many spans (0: all)")
-    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument(
+        "--batch-size",
+        type=int,
+        default=0,
+        help="texts per forward pass for every column (0: llmc's default, also ST's default)",
+    )
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--no-threads", action="store_true", help="skip the thread-policy table")
     ap.add_argument("--no-llmc-torch", action="store_true", help="skip llmc's torch runtime")
@@ -167,6 +172,10 @@ def main() -> None:
         "--plans", default="static,mixed", help="other int8 plans to add as columns ('' for none)"
     )
     args = ap.parse_args()
+    if not args.batch_size:
+        from llmc.config import EmbeddingConfig
+
+        args.batch_size = EmbeddingConfig().batch_size
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
