@@ -558,9 +558,18 @@ def to_node_link(
         "nodes": [{"id": nid, **attrs} for nid, attrs in sorted(nodes.items())],
         "edges": [
             {"source": s, "target": d, "key": t, "type": t, **attrs}
-            for s, d, t, attrs in sorted(edges, key=lambda e: (e[0], e[2], e[1]))
+            for s, d, t, attrs in sorted(edges, key=_edge_key(edges))
         ],
     }
+
+
+def _edge_key(edges: list[tuple[str, str, str, dict[str, Any]]]) -> Callable[[tuple], Any]:
+    """The JSON's edge order, (source, type, target): as one string joined by NUL, which
+    sorts exactly as the tuple does while no part holds a NUL (paths and names never do;
+    checked) and about twice as fast (SQLAlchemy: 187k edges)."""
+    if any("\0" in s or "\0" in d or "\0" in t for s, d, t, _ in edges):
+        return lambda e: (e[0], e[2], e[1])
+    return lambda e: f"{e[0]}\0{e[2]}\0{e[1]}"
 
 
 def _read_json(path: Path) -> Any:

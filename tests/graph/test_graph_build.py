@@ -624,3 +624,26 @@ def test_resolution_does_not_depend_on_the_order_files_are_resolved_in(tmp_path)
 
     assert calls("use_a.py") == {("use_a.py::go", "c.py::x")}  # a → b → (a: cut) → c
     assert calls("use_b.py") == {("use_b.py::go", "d.py::x")}  # b → a → (b: cut) → d
+
+
+@pytest.mark.parametrize("nul", [False, True])
+def test_node_link_edges_are_ordered_by_source_type_and_target(nul):
+    """Prefixes, separators and case sort as the (source, type, target) tuple does; a NUL
+    inside an id (never seen, but possible in a name) too."""
+    from itertools import product
+
+    from llmc.graph.build import to_node_link
+    from llmc.graph.model import GraphStats
+
+    ids = ["a", "a/b", "a.b", "a::f", "a::f.g", "A", "?f", "b", "a ", "ä"]
+    if nul:
+        ids += ["a\0b", "a\0"]
+    edges = [
+        (s, d, t, {"line": i})
+        for i, (s, d, t) in enumerate(product(ids, ids[::-1], ["imports", "calls", "call"]))
+    ]
+    got = to_node_link({}, edges, 1, GraphStats())["edges"]
+    want = sorted(edges, key=lambda e: (e[0], e[2], e[1]))
+    assert [(e["source"], e["key"], e["target"], e["line"]) for e in got] == [
+        (s, t, d, a["line"]) for s, d, t, a in want
+    ]
