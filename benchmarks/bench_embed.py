@@ -162,7 +162,7 @@ def main() -> None:
         "--batch-size",
         type=int,
         default=0,
-        help="texts per forward pass for every column (0: llmc's default, also ST's default)",
+        help="texts per forward pass for every column (0: llmc's on a CPU, also ST's default)",
     )
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--no-threads", action="store_true", help="skip the thread-policy table")
@@ -173,9 +173,9 @@ def main() -> None:
     )
     args = ap.parse_args()
     if not args.batch_size:
-        from llmc.config import EmbeddingConfig
+        from llmc.models.embedder import CPU_BATCH
 
-        args.batch_size = EmbeddingConfig().batch_size
+        args.batch_size = CPU_BATCH
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 

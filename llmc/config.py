@@ -92,7 +92,7 @@ class EmbeddingConfig:
     precision: str = (
         "auto"  # auto (fp16 on CUDA, bf16 on CPUs with it, else fp32) | fp32 | bf16 | fp16
     )
-    batch_size: int = 32  # spans per forward pass (length-sorted; see llmc/models/heap.py)
+    batch_size: int = 0  # spans per forward pass (length-sorted); 0: 32 on a CPU, 256 on a GPU
     max_seq_length: int = 256  # tokens per span; longer text is truncated by the model
     query_prefix: str = ""  # prepended to queries (e.g. "query: " for e5 models)
     passage_prefix: str = ""  # prepended to spans (e.g. "passage: " for e5 models)

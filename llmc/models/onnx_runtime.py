@@ -151,7 +151,7 @@ class OnnxEncoder:
             )
         return self._sessions[threads]
 
-    def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """L2-normalized float32 vectors, one row per text, in input order."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

@@ -108,6 +108,15 @@ def test_torch_runtime_is_honored(tmp_path, monkeypatch):
     assert not _export_dirs(tmp_path)
 
 
+def test_batch_size_auto_is_per_device_and_a_set_one_is_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert EmbeddingConfig().batch_size == 0  # auto
+    auto = SentenceTransformerEmbedder(runtime="torch", device="cpu", batch_size=0)
+    assert auto.batch_size == embedder_mod.CPU_BATCH
+    assert auto.embed_passages(["def f(): pass"] * 3).shape == (3, auto.dim)
+    assert SentenceTransformerEmbedder(runtime="torch", device="cpu", batch_size=7).batch_size == 7
+
+
 def test_runtime_from_config_and_auto(monkeypatch):
     monkeypatch.setattr("llmc.models.device.cpu_has_fast_bf16", lambda: False)
     auto = embedder_from_config(EmbeddingConfig(device="cpu", runtime="auto"), "code")
