@@ -10,8 +10,11 @@ user runs them; the wall clock of each process is measured from outside:
   1. `llmc index --no-vectors`: spans, BM25 (tantivy), exact-symbol data and the graph,
      committed. Its wall time is the time to searchable, imports and exit included; the
      run's own phase timings (walk, parse, write, lexical, graph) say where it goes. The
-     graph update runs in a chunk worker beside the lexical update, so its phase is what
-     is left of it afterwards; ``graph_own_s`` is its whole wall time.
+     graph update runs in a chunk worker from the end of the parse, beside the span writes
+     and the lexical update (``llmc.graph.early``), so its phase is what is left of it
+     once the lexical index is committed, up to ``rag_graph.json`` written;
+     ``graph_own_s`` is its own time up to that write (the JSON and the facts cache not
+     included).
   2. `llmc search` on that index (a cold process): it answers, and says how many spans
      dense search covers (0% here).
   3. `llmc index`: the backfill of every vector. (1) + (3) is the time to a full index.
@@ -123,9 +126,10 @@ def coverage(repo: Path) -> dict:
 
 
 def graph_seconds(repo: Path) -> float | None:
-    """The graph update's own wall time (``rag_graph.json``): it runs beside the lexical
-    update when the run has chunk workers, so ``timings["graph"]`` is only what is left of
-    it after the lexical index is committed."""
+    """The graph update's own wall time (``rag_graph.json``'s stats, taken before the JSON
+    is written): with chunk workers it runs beside the span writes and the lexical update,
+    so ``timings["graph"]`` is only what is left of it after the lexical index is
+    committed."""
     try:
         data = json.loads((repo / ".llmc" / "rag_graph.json").read_bytes())
         return data["graph"]["stats"]["seconds"]
