@@ -1,10 +1,12 @@
 """The derived indexes after an index run's writes: the lexical index and the graph.
 
-When the run chunked its files in worker processes, the graph (``llmc.graph.build``) is
-updated in one of them while this process writes the lexical index: the store is committed
-and durable by then, the graph reads only the store, the facts the workers extracted and
-its own cache, and the lexical index reads nothing the graph writes. Otherwise (a small
-run, one core, a broken pool) it is updated here, after the lexical index. Either way the
+When the run chunked its files in worker processes, the graph update was started in one
+of them at the end of the parse (``llmc.graph.early``, behind a commit gate) and this module
+only waits for it. When that gate could not be made, it starts the update in a worker here
+(``start_graph_beside``), once the store is committed and durable, while this process writes
+the lexical index (the graph reads only the store, the workers' facts and its own cache; the
+lexical index reads nothing the graph writes). Otherwise (a small run, one core, a broken
+pool) it is updated here, after the lexical index. Either way the
 writer lock is held until both are done. A lexical index ahead of the store (lost commits)
 is caught before the run writes anything.
 """
