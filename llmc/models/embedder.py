@@ -178,8 +178,8 @@ class SentenceTransformerEmbedder:
 
             choice = pick_device(self._device, self._precision)
             self._model = _load(self._source, choice.device, choice.precision)
-            if self.max_seq_length and self._model.max_seq_length > self.max_seq_length:
-                self._model.max_seq_length = self.max_seq_length
+            native = self._model.llmc_native_max_length
+            self._truncate = min(native, self.max_seq_length) if self.max_seq_length else native
             dim_fn = (
                 getattr(self._model, "get_embedding_dimension", None)
                 or self._model.get_sentence_embedding_dimension
@@ -243,6 +243,10 @@ class SentenceTransformerEmbedder:
         import torch
 
         model = self._torch_model()
+        # The loaded model is shared by every embedder of this source in the process (``_load``
+        # is cached), so each call sets its own truncation: one configured at 64 tokens once
+        # cut every later embedder's texts at 64.
+        model.max_seq_length = self._truncate
         # A handful of texts (a query, a one-file edit) runs on one thread: the work is too
         # small to split, and on a busy 2-core machine OpenMP's barrier waits made a single
         # span take ~1 s with 2 threads against ~25 ms with one.
@@ -351,6 +355,8 @@ def _load(source: str, device: str, precision: str):
 
         model = model.to(torch.bfloat16 if precision == "bf16" else torch.float16)
     model.eval()
+    # Its own token limit, before any embedder sets a truncation on this shared object.
+    model.llmc_native_max_length = int(model.max_seq_length)
     return model
 
 

@@ -47,3 +47,20 @@ def test_changing_the_truncation_reembeds_every_span(sample_repo):
     # back to the first length: a new space again, nothing mixed from the 64-token vectors
     third = _index(sample_repo)
     assert third["model_changed"] and _space(sample_repo, "code") == before
+
+
+def test_one_embedders_truncation_does_not_leak_into_another():
+    """The loaded model is shared by every embedder of one source in a process; an embedder
+    cut at 64 tokens once left it at 64 for every embedder after it."""
+    import numpy as np
+
+    from llmc.models.embedder import SentenceTransformerEmbedder
+
+    long_text = " ".join(f"word{i} is followed by another distinct token" for i in range(80))
+    full = SentenceTransformerEmbedder(runtime="torch", device="cpu", max_seq_length=256)
+    before = full.embed_passages([long_text])
+    short = SentenceTransformerEmbedder(runtime="torch", device="cpu", max_seq_length=64)
+    cut = short.embed_passages([long_text])
+    after = full.embed_passages([long_text])
+    assert float(before[0] @ cut[0]) < 0.99  # the two lengths see different texts
+    np.testing.assert_allclose(after, before, atol=1e-6)
