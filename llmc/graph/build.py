@@ -105,16 +105,16 @@ def update_graph_in(
     generation: int,
     cfg: GraphConfig | None = None,
     facts: Mapping[str, bytes] | None = None,
+    on_written: Callable[[GraphStats], None] | None = None,
 ) -> GraphStats:
-    """``update_graph`` on the store at ``repo_root``, opened read-only here: what the
-    indexer runs in a chunk worker, once its writes are committed, while it writes the
-    lexical index."""
+    """``update_graph`` on the committed store at ``repo_root``, opened read-only here (a
+    chunk worker's side: ``llmc.graph.early``)."""
     from llmc.paths import db_path
     from llmc.store.db import Store
 
     store = Store(db_path(repo_root), readonly=True)
     try:
-        return update_graph(repo_root, store, changed, removed, generation, cfg, facts)
+        return update_graph(repo_root, store, changed, removed, generation, cfg, facts, on_written)
     finally:
         store.close()
 

@@ -155,7 +155,7 @@ def _update_after_commit(
     on_written,
 ) -> GraphStats | None:
     """``update_graph`` on a :class:`PendingStore`; None when the run did not commit."""
-    from llmc.graph.build import update_graph
+    from llmc.graph.build import update_graph, update_graph_in
 
     store = PendingStore(root, records, *gate)
     try:
@@ -167,14 +167,7 @@ def _update_after_commit(
         log.info("%s; updating the graph from the store", e)
     finally:
         store.close()
-    from llmc.paths import db_path
-    from llmc.store.db import Store
-
-    real = Store(db_path(root), readonly=True)
-    try:
-        return update_graph(root, real, *args, on_written=on_written)
-    finally:
-        real.close()
+    return update_graph_in(root, *args, on_written=on_written)
 
 
 _background: list[threading.Thread] = []  # this worker's update still writing its cache

@@ -2,13 +2,9 @@
 
 When the run chunked its files in worker processes, the graph update was started in one
 of them at the end of the parse (``llmc.graph.early``, behind a commit gate) and this module
-only waits for it. When that gate could not be made, it starts the update in a worker here
-(``start_graph_beside``), once the store is committed and durable, while this process writes
-the lexical index (the graph reads only the store, the workers' facts and its own cache; the
-lexical index reads nothing the graph writes). Otherwise (a small run, one core, a broken
-pool) it is updated here, after the lexical index. Either way the
-writer lock is held until both are done. A lexical index ahead of the store (lost commits)
-is caught before the run writes anything.
+only waits for it. Otherwise (a small run, one core, a broken pool, no gate) it is updated
+here, after the lexical index. Either way the writer lock is held until both are done. A
+lexical index ahead of the store (lost commits) is caught before the run writes anything.
 """
 
 from __future__ import annotations
@@ -23,7 +19,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from llmc.config import GraphConfig
     from llmc.graph.model import GraphStats
-    from llmc.index.chunk_pool import ChunkPool
     from llmc.index.progress import Progress
     from llmc.store.db import Store
     from llmc.store.lexical import LexicalIndex
@@ -52,23 +47,6 @@ def repair_lost_tail(
     store.bump_generation(past=ahead)
     summary.repaired.append("lost-tail")
     return True
-
-
-def start_graph_beside(
-    pool: ChunkPool | None,
-    root: Path,
-    cfg: GraphConfig,
-    changed: list[str],
-    removed: list[str],
-    generation: int,
-    facts: Mapping[str, bytes],
-) -> Future[GraphStats] | None:
-    """Start the graph update in a chunk worker; None when there is none to run it."""
-    if pool is None or not cfg.enabled:
-        return None
-    from llmc.graph.build import update_graph_in
-
-    return pool.beside(update_graph_in, root, changed, removed, generation, cfg, dict(facts))
 
 
 def finish(
@@ -139,5 +117,4 @@ __all__ = [
     "finish_graph",
     "finish_graph_logged",
     "repair_lost_tail",
-    "start_graph_beside",
 ]

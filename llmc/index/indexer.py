@@ -411,12 +411,7 @@ class Indexer:
         finally:
             if early is not None:
                 early.gate.open(committed)
-        if early is not None:
-            beside = early.future
-        else:
-            beside = derived.start_graph_beside(
-                self._pool, self.root, self.cfg.graph, changed_paths, removed, generation, facts
-            )
+        beside = early.future if early is not None else None
         lexical.update([*removed, *changed_paths], written, generation, fields)
         clock = lap(summary, "lexical", clock)
         summary.searchable_seconds = time.perf_counter() - started  # BM25 and exact answer

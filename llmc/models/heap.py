@@ -66,7 +66,12 @@ def bound_heap_growth() -> bool:
         return False
     ok = bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
     ok = bool(libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)) and ok
-    log.debug("malloc mmap threshold %d, trim threshold %d: %s", MMAP_THRESHOLD_BYTES, TRIM_THRESHOLD_BYTES, ok)
+    log.debug(
+        "malloc mmap threshold %d, trim threshold %d: %s",
+        MMAP_THRESHOLD_BYTES,
+        TRIM_THRESHOLD_BYTES,
+        ok,
+    )
     return ok
 
 

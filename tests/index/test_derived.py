@@ -42,7 +42,9 @@ def pyshop_store(tmp_path):
 
 
 def test_no_workers_means_no_update_beside():
-    assert derived.start_graph_beside(None, None, GraphConfig(), [], [], 1, {}) is None
+    from llmc.graph import early
+
+    assert early.start(None, None, GraphConfig(), {}, [], [], 1, {}) is None
 
 
 def test_a_worker_that_died_leaves_the_update_to_this_process(pyshop_store):
