@@ -361,7 +361,7 @@ def _notify(root: Path, hook: str) -> str:
         pass
     except LlmcError as e:
         log.info("%s: daemon refused (%s); indexing here", hook, e)
-    fd = os.open(state_dir(root) / PENDING_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(state_dir(root) / PENDING_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

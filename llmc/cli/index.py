@@ -53,12 +53,13 @@ def index_cmd(
     on its own, so an interrupted run loses nothing and the next one resumes."""
     from llmc.config import load_config
     from llmc.index.indexer import Indexer
-    from llmc.paths import find_repo_root
+    from llmc.paths import find_repo_root, private_umask
 
     setup_logging(verbose, quiet)
     root = find_repo_root(path)
     show = not quiet and not as_json and sys.stderr.isatty()
-    with render.RichProgress(enabled=show) as progress:
+    # Everything this command writes is the index: 0600 files, 0700 directories.
+    with private_umask(), render.RichProgress(enabled=show) as progress:
         indexer = Indexer(root, load_config(root), progress)
         summary = indexer.plan() if dry_run else indexer.run(full=full, vectors=not no_vectors)
     if as_json:

@@ -774,7 +774,7 @@ def _write_atomic(path: Path, payload: bytes | list[bytes]) -> None:
     directory, then ``os.replace``."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, 0o600)  # the graph names every definition: private, like the index
         with os.fdopen(fd, "wb") as fh:
             if isinstance(payload, bytes):
                 fh.write(payload)

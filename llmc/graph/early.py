@@ -57,7 +57,7 @@ class CommitGate:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.token = uuid.uuid4().hex
-        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             os.ftruncate(self._fd, 0)

@@ -9,6 +9,7 @@ embedding dimension is known and dropped when the model changes.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from llmc.errors import IndexMissingError, StoreError
+from llmc.paths import STATE_DIR, check_state_dir
 from llmc.store.migrations import SCHEMA_VERSION, migrate
 from llmc.store.sqlite import connect
 from llmc.types import CODE, Span, StoredSpan
@@ -74,6 +76,16 @@ def _blob(vector: np.ndarray) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
 
+def _create_private(path: Path) -> None:
+    """Create the database file 0600 before SQLite opens it (SQLite gives its WAL and
+    shared-memory files the database file's mode), so the index is not world-readable."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return  # SQLite will say what is wrong, in its own words
+    os.close(fd)
+
+
 class Store:
     """A handle on ``.llmc/index.db``. Writers must hold the index lock (see ``lock``)."""
 
@@ -84,7 +96,13 @@ class Store:
             raise IndexMissingError(
                 f"no index at {self.path.parent.parent} (run `llmc index` there first)"
             )
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.parent.name == STATE_DIR:
+            check_state_dir(self.path.parent.parent)  # never through a committed symlink
+        if self.path.is_symlink():
+            raise StoreError(f"{self.path} is a symbolic link; llmc does not follow it")
+        if not readonly:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            _create_private(self.path)
         self.conn = connect(self.path, readonly=readonly)
         if not readonly:
             applied = migrate(self.conn)

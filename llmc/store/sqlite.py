@@ -126,6 +126,9 @@ def connect(path: Path | str, readonly: bool = False, timeout: float = 30.0):
         if not readonly:
             conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        # A database found on disk may not be ours: no schema object (trigger, view,
+        # default) may call a function with side effects.
+        conn.execute("PRAGMA trusted_schema=OFF")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
     except module.Error as e:
