@@ -53,7 +53,7 @@ def _graph_answer(graph: RepoGraph, query: str, as_json: bool, answer: Callable[
             cands = [graph.node(c).to_json() for c in e.candidates]
             render.print_json({"query": query, "ambiguous": True, "candidates": cands})
         else:
-            click.echo("\n".join(candidate_lines(graph, query, e.candidates)))
+            click.echo(render.printable("\n".join(candidate_lines(graph, query, e.candidates))))
         raise click.exceptions.Exit(e.exit_code) from e
 
 
@@ -70,7 +70,7 @@ def _daemon(root: Path, endpoint: str, params: dict[str, Any], as_json: bool) ->
     if answer is None:
         return False
     for warning in answer.pop("warnings", []):
-        click.echo(warning, err=True)
+        click.echo(render.printable(warning), err=True)
     text = answer.pop("text", "")
     if endpoint == "stats" and "summary" in answer:
         answer = answer["summary"]
@@ -84,7 +84,7 @@ def _emit(as_json: bool, data: Any, lines: Callable[[], list[str]]) -> None:
     if as_json:
         render.print_json(data)
     else:
-        click.echo("\n".join(lines()))
+        click.echo(render.printable("\n".join(lines())))
 
 
 @graph_group.command("where-used")

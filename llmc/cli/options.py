@@ -83,7 +83,16 @@ def setup_logging(verbose: int, quiet: bool = False, fmt: str | None = None) -> 
         if hasattr(h, "setStream"):
             h.setStream(sys.stderr)
         if getattr(h, "_llmc", False):
-            h.setFormatter(logging.Formatter(fmt or "%(levelname)s %(name)s: %(message)s"))
+            h.setFormatter(_PrintableFormatter(fmt or "%(levelname)s %(name)s: %(message)s"))
+
+
+class _PrintableFormatter(logging.Formatter):
+    """Log lines name files and quote their content: no control character reaches stderr."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from llmc.cli.render import printable
+
+        return printable(super().format(record))
 
 
 __all__ = [

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -28,16 +29,52 @@ if TYPE_CHECKING:
     from llmc.types import IndexSummary
 
 
+# Repository content reaches the terminal (paths, symbols, snippets, log lines): its control
+# characters must not. C0 (but newline and tab), DEL, C1 and lone surrogates (undecodable
+# file names) become one visible character each, so rich's style offsets still fit.
+_UNPRINTABLE = {
+    **{c: 0x2400 + c for c in range(0x20) if c not in (0x09, 0x0A)},  # ␀ … ␟ (ESC = ␛)
+    0x7F: 0x2421,  # ␡
+    **{c: 0xFFFD for c in range(0x80, 0xA0)},
+}
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every terminal control character (ESC ]0; window titles, ESC ]52;
+    clipboard writes, CR overwrites, C1 CSI ...) replaced by a visible stand-in."""
+    return _SURROGATE.sub("\ufffd", text.translate(_UNPRINTABLE))
+
+
 def console(stderr: bool = False) -> Console:
     from rich.console import Console
+    from rich.text import Text
 
-    return Console(
+    class SafeConsole(Console):
+        """A rich console that never writes repository text's control characters."""
+
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            safe = []
+            for obj in objects:
+                if isinstance(obj, str):
+                    obj = printable(obj)
+                elif isinstance(obj, Text):
+                    obj = obj.copy()
+                    obj.plain = printable(obj.plain)  # same length: the styles stay put
+                safe.append(obj)
+            super().print(*safe, **kwargs)
+
+    return SafeConsole(
         stderr=stderr, no_color=bool(os.environ.get("NO_COLOR")), highlight=False, soft_wrap=True
     )
 
 
 def print_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, ensure_ascii=False, default=str))
+    """One JSON document; C0 controls are escaped by JSON itself, C1 controls and lone
+    surrogates here (``\\u009b``), so the bytes on the terminal carry no control sequence."""
+    text = json.dumps(obj, ensure_ascii=False, default=str)
+    click.echo(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
 
 
 class RichProgress:
