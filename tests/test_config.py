@@ -113,3 +113,25 @@ def test_example_file_parses_and_covers_every_key(tmp_path):
     for key, value, _ in loaded.items():
         section, name = key.split(".")
         assert value == getattr(getattr(defaults, section), name), key
+
+
+def test_request_config_allows_query_time_keys_only():
+    from llmc.request_config import QUERY_KEYS, RequestConfigError, request_overrides
+
+    cfg = Config()
+    for key in QUERY_KEYS:
+        assert cfg.has(key), key
+        for word in ("host", "model", "path", "dir", "device", "runtime", "prefix", "thread"):
+            assert word not in key.split(".", 1)[1], key
+    assert request_overrides(cfg, {"search.rrf_k": 30, "search.dense": True}) == {
+        "search.rrf_k": 30
+    }
+    assert request_overrides(cfg, {"llm.ollama_host": ""}) == {}  # the daemon's own value
+    with pytest.raises(RequestConfigError, match="llm.ollama_host") as e:
+        request_overrides(cfg, {"llm.ollama_host": "http://198.51.100.7"})
+    assert e.value.refused
+    with pytest.raises(RequestConfigError, match="search.k") as e:
+        request_overrides(cfg, {"search.k": True})
+    assert not e.value.refused
+    with pytest.raises(RequestConfigError, match="search.dense_floor"):
+        request_overrides(cfg, {"search.dense_floor": float("nan")})

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmc.errors import ApiError, ConfigMismatch, IndexMissingError
+from llmc.request_config import RequestConfigError
 
 MAX_QUERY_CHARS = 10_000
 MAX_PATHS = 100_000
@@ -180,6 +181,8 @@ def search(ctx: Context, p: dict) -> dict:
         raise ApiError(503, "index_missing", str(e)) from e
     except ConfigMismatch as e:  # version skew: the client falls back to in-process work
         raise ApiError(409, "config_mismatch", str(e)) from e
+    except RequestConfigError as e:  # a daemon setting, or a value out of bounds
+        raise ApiError(400, "config_refused" if e.refused else "bad_request", str(e)) from e
 
 
 def reindex(ctx: Context, p: dict) -> dict:

@@ -34,6 +34,9 @@ READ_TIMEOUT_S = 300.0
 NO_DAEMON_ENV = "LLMC_NO_DAEMON"
 # Errors that mean "this request is wrong", which in-process work would repeat: raised.
 USER_ERRORS = (400, 413, 422)
+# This process's config differs from the daemon's in a key a request may not set (a model,
+# a host...): the daemon will not take it, the in-process answer follows this config.
+CONFIG_REFUSED = "config_refused"
 
 
 def daemon_disabled() -> bool:
@@ -164,7 +167,8 @@ def try_daemon(
     """The daemon's answer to ``endpoint`` (e.g. "search"), or None when none answers.
 
     With ``cfg``, its search and embedding settings travel along, so a daemon started with
-    other settings (flags, env, an edited config) answers as this process would. A request
+    other settings (flags, env, an edited config) answers as this process would; when they
+    differ in a key a request may not set (``config_refused``) this returns None. A request
     the daemon rejects as invalid (400/413/422) raises ``DaemonError`` (an ``LlmcError``);
     any other failure returns None. ``LLMC_NO_DAEMON=1`` always returns None.
 
@@ -193,7 +197,7 @@ def try_daemon(
         _warn_once(str(e))
         return None
     except DaemonError as e:
-        if e.status in USER_ERRORS:
+        if e.status in USER_ERRORS and e.code != CONFIG_REFUSED:
             raise
         log.info("daemon could not answer %s (%s %s): working in-process", endpoint, e.status, e)
         return None

@@ -28,17 +28,14 @@ from typing import Any
 import numpy as np
 
 from llmc.config import Config, load_config
-from llmc.errors import ConfigMismatch, IndexMissingError, LlmcError
+from llmc.errors import IndexMissingError, LlmcError
 from llmc.paths import db_path, lexical_path
+from llmc.request_config import DAEMON_SECTIONS, request_overrides
 
 log = logging.getLogger(__name__)
 
 EMBED_CHUNK = 32
 SEARCHER_CACHE = 4
-# Config sections a client may not send: they govern the daemon and its index, not a query.
-# Every other section (search, embedding, rerank, llm, graph...) travels with a search, so
-# the daemon answers as the client's own process would.
-DAEMON_SECTIONS = ("index", "daemon", "eval")
 MID_RUN_WARNING = "the lexical index reflects generation"  # llmc.search's stale-BM25 warning
 
 
@@ -243,7 +240,9 @@ class Reindexer:
 # -- the engine -----------------------------------------------------------------------------------
 def client_config(cfg: Config) -> dict[str, Any]:
     """The parts of ``cfg`` a client sends so the daemon searches with the same settings
-    (lists become JSON arrays; the daemon compares values, so they round-trip)."""
+    (lists become JSON arrays; the daemon compares values, so they round-trip). The daemon
+    applies the query-time keys that differ and refuses the others when they differ
+    (``config_refused``: the client then works in-process)."""
     return {k: v for k, v, _ in cfg.items() if k.split(".", 1)[0] not in DAEMON_SECTIONS}
 
 
@@ -293,25 +292,17 @@ class Engine:
         log.info("config reloaded")
 
     def _effective(self, config: dict[str, Any] | None) -> tuple[tuple, Config]:
-        """The daemon's config with a client's differing search/embedding values applied."""
+        """The daemon's config with a client's differing query-time values applied.
+
+        Only ``request_config.QUERY_KEYS`` may differ (RequestConfigError otherwise): a
+        request never names a host, path or model, so it never loads a model either."""
         if not config:
             return (), self.cfg
-        own = client_config(self.cfg)
-        diff = []
-        for key, value in sorted(config.items()):
-            if key.split(".", 1)[0] in DAEMON_SECTIONS:
-                raise LlmcError(f"config key {key!r} cannot be set per request")
-            if key not in own:
-                raise ConfigMismatch(
-                    f"this daemon does not know config key {key!r} (it runs another llmc "
-                    "version; `llmc daemon stop` and start it again)"
-                )
-            if own[key] != value:
-                diff.append((key, value))
+        diff = request_overrides(self.cfg, config)
         if not diff:
             return (), self.cfg
-        cfg = load_config(self.root, overrides=dict(diff))  # checks each value's type
-        return tuple((k, repr(v)) for k, v in diff), cfg
+        cfg = self.cfg.with_values(diff, "request")
+        return tuple((k, repr(v)) for k, v in sorted(diff.items())), cfg
 
     # -- search -----------------------------------------------------------------------------
     def searcher(self, config: dict[str, Any] | None = None) -> Any:
@@ -508,7 +499,20 @@ class Engine:
             "index": self.index_info(),
             "queue": self.reindexer.to_json() if self.reindexer else None,
             "memory": _rss(),
+            "caches": self._cache_sizes(),
         }
+
+    def _cache_sizes(self) -> dict[str, int]:
+        """How many searchers, embedders and loaded models this process holds (each bounded)."""
+        import sys
+
+        with self._searchers_lock:
+            out = {"searchers": len(self._searchers), "searchers_max": SEARCHER_CACHE}
+        embedder = sys.modules.get("llmc.models.embedder")  # not imported: none loaded
+        if embedder is not None:
+            out["embedders"] = embedder.get_embedder.cache_info().currsize
+            out["embedders_max"] = embedder.MAX_EMBEDDERS
+        return out
 
     def close(self) -> None:
         if self.reindexer is not None:

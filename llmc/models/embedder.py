@@ -53,6 +53,11 @@ GPU_BATCH = 256
 # many tokens, so that truncation keeps the bare model id (no re-embedding for them).
 BARE_ID_MAX_TOKENS = 256
 RUNTIMES = ("auto", "torch", "onnx")
+# Embedders (each with its own ONNX session, ~170 MB) and loaded models kept per process,
+# least recently used first out: a long-lived process (the daemon) asked for many configs
+# holds at most this many; an evicted one is freed once its last user (a Searcher) lets go.
+MAX_EMBEDDERS = 4
+MAX_MODELS = 4
 
 
 class Embedder(Protocol):
@@ -328,7 +333,7 @@ def _resolve_device(device: str) -> str:
     return pick_device("auto", "auto").device
 
 
-@functools.cache
+@functools.lru_cache(maxsize=MAX_MODELS)
 def _load(source: str, device: str, precision: str):
     if Path(source).exists():
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -360,7 +365,7 @@ def _load(source: str, device: str, precision: str):
     return model
 
 
-@functools.cache
+@functools.lru_cache(maxsize=MAX_EMBEDDERS)
 def get_embedder(
     name: str,
     device: str = "auto",
@@ -371,7 +376,8 @@ def get_embedder(
     passage_prefix: str = "",
     runtime: str = "auto",
 ) -> SentenceTransformerEmbedder:
-    """One embedder per configuration per process (models stay warm)."""
+    """One embedder per configuration per process (models stay warm), at most
+    ``MAX_EMBEDDERS`` of them (least recently used out)."""
     return SentenceTransformerEmbedder(
         name, device, precision, batch_size, max_seq_length, query_prefix, passage_prefix, runtime
     )

@@ -38,6 +38,7 @@ WEIGHTS = "layers.fp16.safetensors"
 # Characters kept per passage before tokenizing: more than max_length tokens ever use
 # (code averages well under 6 characters a token), far less than a 120-line span.
 CHARS_PER_TOKEN = 6
+MAX_MODELS = 4  # rerankers (and loaded models) kept per process, least recently used out
 
 
 class Reranker(Protocol):
@@ -130,7 +131,7 @@ def _first_line(e: BaseException) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
-@functools.cache
+@functools.lru_cache(maxsize=MAX_MODELS)
 def _load(source: str, device: str, precision: str):
     local = Path(source).exists()
     if local:
@@ -161,7 +162,7 @@ def _load(source: str, device: str, precision: str):
     return model
 
 
-@functools.cache
+@functools.lru_cache(maxsize=MAX_MODELS)
 def get_reranker(
     name: str = DEFAULT_MODEL,
     device: str = "auto",
@@ -169,7 +170,8 @@ def get_reranker(
     batch_size: int = 32,
     max_length: int = 128,
 ) -> CrossEncoderReranker:
-    """One reranker per configuration per process (the model stays warm)."""
+    """One reranker per configuration per process (the model stays warm), at most
+    ``MAX_MODELS`` of them (least recently used out)."""
     return CrossEncoderReranker(name, device, precision, batch_size, max_length)
 
 

@@ -85,7 +85,7 @@ def test_per_request_config_matches_the_client(shared_daemon):
     assert all(not s.startswith("dense") for r in out["results"] for s in r["sources"])
     with pytest.raises(DaemonError) as e:
         shared_daemon.search("session", config={"daemon.tcp": True})
-    assert e.value.status == 422
+    assert e.value.status == 400 and e.value.code == "config_refused"
     # A key this daemon's llmc lacks (version skew): 409, and clients work in-process.
     newer = {"query": "session", "config": {"search.from_the_future": 1}}
     with pytest.raises(DaemonError) as e:

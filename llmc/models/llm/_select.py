@@ -11,6 +11,7 @@ import dataclasses
 import logging
 import os
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from llmc.config import LLMConfig
@@ -28,7 +29,8 @@ log = logging.getLogger(__name__)
 
 PROVIDERS = ("auto", "ollama", "embedded", "none")
 
-_cache: dict[tuple, LLM] = {}
+MAX_PROVIDERS = 4  # resolved providers kept per process, least recently used out
+_cache: OrderedDict[tuple, LLM] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -147,6 +149,10 @@ def get_llm(cfg: LLMConfig | None = None) -> LLM:
         llm = _cache.get(key)
         if llm is None:
             llm = _cache[key] = _resolve(cfg)
+            while len(_cache) > MAX_PROVIDERS:
+                _cache.popitem(last=False)
+        else:
+            _cache.move_to_end(key)
         return llm
 
 
