@@ -7,6 +7,7 @@ names). The SDK (pydantic, anyio, starlette) is imported only when a server is b
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import Callable
@@ -100,6 +101,49 @@ TOOL_ENDPOINTS = {
 }
 
 
+_TYPE_NAMES = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "object": "an object",
+    "array": "a list",
+}
+
+
+@functools.cache
+def _validators() -> dict[str, Any]:
+    from jsonschema import Draft202012Validator
+
+    return {t["name"]: Draft202012Validator(t["inputSchema"]) for t in TOOLS}
+
+
+def _schema_error(err: Any) -> str:
+    """One line for a ``jsonschema`` error, naming the argument."""
+    name = ".".join(str(p) for p in err.absolute_path) or "arguments"
+    rule, value, given = err.validator, err.validator_value, err.instance
+    if rule == "type":
+        return f"{name} must be {_TYPE_NAMES.get(value, value)}, got {given!r}"
+    if rule == "enum":
+        return f"{name} must be one of {', '.join(map(str, value))}, got {given!r}"
+    if rule in ("minimum", "maximum"):
+        side = "at least" if rule == "minimum" else "at most"
+        return f"{name} must be {side} {value}, got {given!r}"
+    if rule == "additionalProperties":
+        known = ", ".join(sorted(err.schema.get("properties", {}))) or "none"
+        extra = sorted(set(given) - set(err.schema.get("properties", {})))
+        return f"unknown argument(s): {', '.join(extra)} (this tool takes: {known})"
+    return f"{name}: {err.message}"
+
+
+def check_arguments(name: str, arguments: Any) -> str | None:
+    """What is wrong with ``arguments`` for tool ``name`` against its advertised
+    ``inputSchema`` (the first problem, one line), or None when they conform."""
+    validator = _validators()[name]
+    errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    return _schema_error(errors[0]) if errors else None
+
+
 class UnknownToolError(LookupError):
     """A tools/call for a tool this server does not have (a protocol error, not a tool error)."""
 
@@ -167,7 +211,8 @@ class McpServer:
             except DaemonUnavailable:
                 pass
             except DaemonError as e:
-                if e.status < 500 and e.status not in (404, 405):
+                refused = e.code == "config_refused"  # our config is not the daemon's
+                if e.status < 500 and e.status not in (404, 405) and not refused:
                     raise LlmcError(str(e)) from None
         if endpoint == "status":
             from llmc.index.status import index_status
@@ -186,6 +231,11 @@ class McpServer:
         endpoint = TOOL_ENDPOINTS.get(name)
         if endpoint is None:
             raise UnknownToolError(f"unknown tool {name!r}")
+        # Exactly what tools/list advertises: nothing beyond the schema reaches an endpoint
+        # (a request-wide `config`, `explain`, k past its maximum...).
+        problem = check_arguments(name, arguments)
+        if problem is not None:
+            return {"content": [{"type": "text", "text": f"error: {problem}"}], "isError": True}
         try:
             out, from_daemon = self._endpoint(endpoint, arguments)
         except LlmcError as e:
@@ -278,6 +328,7 @@ __all__ = [
     "TOOLS",
     "TOOL_ENDPOINTS",
     "McpServer",
+    "check_arguments",
     "UnknownToolError",
     "build_server",
 ]

@@ -107,6 +107,35 @@ def test_mcp_over_http_bad_arguments_and_unknown_tools(shared_daemon):
     _run(_unix(shared_daemon.sock), "http://llmc/mcp", body)
 
 
+# Arguments past the advertised schema: a request-wide config (it once set llm.ollama_host,
+# making the daemon POST code to any URL), explain, k over the schema's maximum.
+BEYOND_THE_SCHEMA = (
+    ({"query": "store", "config": {"llm.ollama_host": "http://198.51.100.7"}}, "config"),
+    ({"query": "store", "config": {"search.dense": False}}, "config"),
+    ({"query": "store", "explain": True}, "explain"),
+    ({"query": "store", "k": 1000}, "k must be at most 100"),
+    ({"query": "store", "q": "other"}, "q"),
+)
+
+
+def test_mcp_over_http_takes_only_what_the_schema_advertises(shared_daemon):
+    async def body(session: Any, init: Any) -> None:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        for tool in tools.values():
+            assert tool.input_schema["additionalProperties"] is False
+        for args, says in BEYOND_THE_SCHEMA:
+            result = await session.call_tool("search", args)
+            assert result.is_error, args
+            assert says in _text(result), (args, _text(result))
+        for name, args in (("where_used", {"symbol": "open_store", "text": True}),):
+            result = await session.call_tool(name, args)
+            assert result.is_error and "text" in _text(result)
+        found = await session.call_tool("search", {"query": "Router", "k": 100})
+        assert not found.is_error, _text(found)
+
+    _run(_unix(shared_daemon.sock), "http://llmc/mcp", body)
+
+
 def test_mcp_over_tcp_needs_the_token(shared_daemon):
     import httpx2
 

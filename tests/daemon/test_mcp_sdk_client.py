@@ -107,6 +107,20 @@ def test_sdk_client_lists_and_calls_the_tools(indexed_repo, tmp_path):
     _session(indexed_repo, tmp_path / "mcp.stderr", body)
 
 
+def test_sdk_client_arguments_beyond_the_schema_are_refused(indexed_repo, tmp_path):
+    from test_daemon_mcp_http import BEYOND_THE_SCHEMA
+
+    async def body(session: Any, init: Any) -> None:
+        for args, says in BEYOND_THE_SCHEMA:
+            result = await session.call_tool("search", args)
+            assert result.is_error, args
+            assert says in _text(result), (args, _text(result))
+        bad = await session.call_tool("deps", {"target": "open_store", "text": True})
+        assert bad.is_error and "text" in _text(bad)
+
+    _session(indexed_repo, tmp_path / "mcp.stderr", body)
+
+
 def test_sdk_client_sees_bad_arguments_and_unknown_tools(indexed_repo, tmp_path):
     from mcp.shared.exceptions import MCPError
     from mcp_types import INVALID_PARAMS
