@@ -12,7 +12,8 @@ request). Work runs on the ``App``'s thread pool, bounded by ``daemon.request_ti
 
 MCP: the official SDK's ``StreamableHTTPSessionManager``, stateless, answering JSON (no
 session state in the daemon; every POST is answered on its own), serving ``mcp_server``'s
-tools through the same endpoint functions, in this process.
+tools through the same endpoint functions, in this process. Its optional ``GET`` event
+stream is bounded in number and lifetime (``EventStreams``).
 """
 
 from __future__ import annotations
@@ -163,7 +164,12 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 # -- wrappers ---------------------------------------------------------------------------------
 class TokenGuard:
-    """For TCP: no browser requests (``Origin``: 403), a bearer token (401), then ``app``."""
+    """For TCP: no browser requests (any ``Origin``, even empty: 403), a ``Host`` that is
+    this port on the loopback (DNS rebinding: 403), a bearer token (401), then ``app``.
+
+    A refusal closes the connection; an accepted token tells the connection
+    (``scope["llmc.authenticated"]``, set by ``protocol.DaemonProtocol``), which moves it
+    out of the small pool of unauthenticated TCP connections."""
 
     def __init__(self, app: Any, token: Callable[[], str]):
         self.app = app
@@ -175,8 +181,14 @@ class TokenGuard:
 
             headers = Headers(scope=scope)
             err = None
-            if headers.get("origin"):
+            port = (scope.get("server") or ("", 0))[1]
+            hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+            if "origin" in headers:
                 err = ApiError(403, "forbidden", "browser requests are not accepted")
+            elif headers.get("host", "").lower() not in hosts:
+                err = ApiError(
+                    403, "forbidden", f"Host must be 127.0.0.1:{port} or localhost:{port}"
+                )
             else:
                 auth = headers.get("authorization", "")
                 given = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
@@ -186,8 +198,11 @@ class TokenGuard:
                 ):
                     err = ApiError(401, "unauthorized", "missing or wrong bearer token")
             if err is not None:
-                await error_response(err, headers)(scope, receive, send)
+                await error_response(err, headers, unread=True)(scope, receive, send)
                 return
+            authenticated = scope.get("llmc.authenticated")
+            if authenticated is not None:
+                authenticated()
         await self.app(scope, receive, send)
 
 
@@ -223,6 +238,49 @@ class Outer:
                 self.count(status)
 
 
+class EventStreams:
+    """``GET /mcp`` (the optional server-to-client SSE stream): at most ``limit`` open at once,
+    each ended after ``lifetime_s``; one more gets 503 (other requests are not affected, and
+    every tool works over POST alone)."""
+
+    def __init__(self, app: Any, limit: int, lifetime_s: float):
+        self.app = app
+        self.limit = limit
+        self.lifetime_s = lifetime_s
+        self.open = 0
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET":
+            await self.app(scope, receive, send)
+            return
+        if self.open >= self.limit:
+            message = f"too many MCP event streams (at most {self.limit}); tools work over POST"
+            err = ApiError(503, "busy", message)
+            response = json_response(503, err.to_json(), {"Retry-After": "5"})
+            await response(scope, receive, send)
+            return
+        import anyio
+
+        started = ended = False
+
+        async def tracked(message: dict) -> None:
+            nonlocal started, ended
+            if message["type"] == "http.response.start":
+                started = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                ended = True
+            await send(message)
+
+        self.open += 1
+        try:
+            with anyio.move_on_after(self.lifetime_s):
+                await self.app(scope, receive, tracked)
+            if started and not ended:  # the lifetime is over: end the stream cleanly
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            self.open -= 1
+
+
 # -- the app ----------------------------------------------------------------------------------
 def _mcp(app: Any) -> tuple[Any, Any]:
     """(the ASGI endpoint for /mcp, its session manager) over the daemon's own endpoints."""
@@ -243,9 +301,15 @@ def _mcp(app: Any) -> tuple[Any, Any]:
     return StreamableHTTPASGIApp(manager), manager
 
 
-def build_app(app: Any, token: Callable[[], str]) -> tuple[Any, Any]:
+def build_app(
+    app: Any,
+    token: Callable[[], str],
+    max_event_streams: int = 4,
+    event_stream_lifetime_s: float = 60.0,
+) -> tuple[Any, Any]:
     """(the app for the Unix socket, the app for TCP) over ``app`` (a ``server.App``)."""
     mcp_endpoint, manager = _mcp(app)
+    mcp_endpoint = EventStreams(mcp_endpoint, max_event_streams, event_stream_lifetime_s)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Any) -> AsyncIterator[None]:
@@ -264,4 +328,4 @@ def build_app(app: Any, token: Callable[[], str]) -> tuple[Any, Any]:
     return Outer(starlette, app.count), Outer(TokenGuard(starlette, token), app.count)
 
 
-__all__ = ["API_PREFIX", "MCP_PATH", "Outer", "Rest", "TokenGuard", "build_app"]
+__all__ = ["API_PREFIX", "MCP_PATH", "EventStreams", "Outer", "Rest", "TokenGuard", "build_app"]

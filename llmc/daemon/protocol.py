@@ -8,8 +8,14 @@
   the same way.)
 - **The token on TCP.** A connection that is not on the Unix socket is served by the
   token-guarded app (``asgi.TokenGuard``): the choice follows the socket, not a header.
-- **A bounded number of connections.** Beyond ``max_connections`` a connection gets one
-  JSON 503 and is closed, before it costs a task.
+- **Bounded connections, in pools that cannot starve each other.** The Unix socket (its
+  owner) has ``max_connections`` of its own; nothing on TCP counts against them. A TCP
+  connection starts in a small pool of its own (``max_unauthenticated``) and joins an
+  authenticated pool (``max_connections`` again) once a request on it carries the token
+  (``asgi.TokenGuard`` says so through ``scope["llmc.authenticated"]``); a TCP connection
+  that never authenticates is closed after its first answer, or at the request deadline
+  when it sends nothing. Beyond its pool's bound a connection gets one JSON 503 and is
+  closed, before it costs a task.
 - **One deadline per request.** h11 has no timeout of its own; from the moment the
   server waits for a request (the connection opened, or the previous answer was sent)
   the whole of it (request line, headers, body) must arrive within ``deadline_s``,
@@ -74,31 +80,65 @@ class DaemonProtocol(H11Protocol):
 
     tcp_app: Any = None  # the token-guarded app, for connections that are not Unix sockets
     deadline_s: float = 10.0
-    max_connections: int = 32
+    max_connections: int = 32  # per pool: the Unix socket; authenticated TCP
+    max_unauthenticated: int = 4  # TCP connections no request has authenticated yet
+    pools: dict[str, set] = {}  # pool name -> its connections (one dict per bound class)
     on_status: Any = None  # called with the status of each answer written here, not by the app
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._deadline: asyncio.TimerHandle | None = None
         self._peer_eof = False
+        self._pool = ""
         sock = transport.get_extra_info("socket")
         self.is_unix = sock is not None and sock.family == socket.AF_UNIX
+        self.authenticated = self.is_unix
         if not self.is_unix:
-            self.app = self.tcp_app  # fail closed: whatever is not the Unix socket needs the token
+            self.app = self._guarded  # fail closed: whatever is not the Unix socket needs the token
         else:
             uid = peer_uid(sock)
             if uid is not None and uid != os.geteuid():
                 log.warning("refused a connection from uid %d on the daemon socket", uid)
                 transport.abort()
                 return
-        if len(self.connections) > self.max_connections:
-            self._refuse(503, "busy", "too many connections; retry")
+        pool, limit = (
+            ("unix", self.max_connections)
+            if self.is_unix
+            else ("tcp-new", self.max_unauthenticated)
+        )
+        if len(self.pools.setdefault(pool, set())) >= limit:
+            what = "connections" if self.is_unix else "unauthenticated TCP connections"
+            self._refuse(503, "busy", f"too many {what} (at most {limit}); retry")
             return
+        self._join(pool)
         self._sync_deadline()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_deadline()
+        self._join("")
         super().connection_lost(exc)
+
+    # -- pools --------------------------------------------------------------------------------
+    def _join(self, pool: str) -> None:
+        if self._pool:
+            self.pools[self._pool].discard(self)
+        self._pool = pool
+        if pool:
+            self.pools.setdefault(pool, set()).add(self)
+
+    async def _guarded(self, scope: dict, receive: Any, send: Any) -> None:
+        """The token-guarded app, told how to report that this connection authenticated."""
+        scope["llmc.authenticated"] = self._authenticated
+        await self.tcp_app(scope, receive, send)
+
+    def _authenticated(self) -> None:
+        """A request on this TCP connection carried the token: into the authenticated pool
+        when it has room (else the connection closes after this answer)."""
+        if self.authenticated or self._pool != "tcp-new":
+            return
+        if len(self.pools.setdefault("tcp", set())) < self.max_connections:
+            self.authenticated = True
+            self._join("tcp")
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
@@ -116,7 +156,7 @@ class DaemonProtocol(H11Protocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        if self._peer_eof and not self.transport.is_closing():
+        if (self._peer_eof or not self.authenticated) and not self.transport.is_closing():
             self.transport.close()
         self._sync_deadline()
 
@@ -168,7 +208,11 @@ class DaemonProtocol(H11Protocol):
 
 
 def make_protocol(
-    tcp_app: Any, deadline_s: float, max_connections: int, on_status: Any
+    tcp_app: Any,
+    deadline_s: float,
+    max_connections: int,
+    on_status: Any,
+    max_unauthenticated: int = 4,
 ) -> type[DaemonProtocol]:
     """A ``DaemonProtocol`` class for one daemon (uvicorn instantiates it per connection)."""
     return type(
@@ -178,6 +222,8 @@ def make_protocol(
             "tcp_app": tcp_app,
             "deadline_s": deadline_s,
             "max_connections": max(1, max_connections),
+            "max_unauthenticated": max(1, max_unauthenticated),
+            "pools": {},
             "on_status": staticmethod(on_status) if on_status is not None else None,
         },
     )

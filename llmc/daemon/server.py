@@ -9,9 +9,13 @@ and on SIGTERM/SIGINT/SIGHUP stop in order and remove its files.
 Every request is bounded: a body over ``daemon.max_request_bytes`` gets 413 unread, a
 request not received whole within ``REQUEST_DEADLINE_S`` gets 408 (or, when nothing was
 sent, a close), work slower than ``daemon.request_timeout_s`` gets 504, connections
-beyond ``daemon.max_connections`` get 503 (``protocol.py``). Malformed requests get 400,
-unknown paths 404, a missing or wrong token on TCP 401, browser requests on TCP (an
-``Origin`` header) 403. None of these stops the server.
+beyond ``daemon.max_connections`` get 503, counted apart for the Unix socket and for
+authenticated TCP, and TCP connections not yet authenticated have a pool of
+``UNAUTHENTICATED_TCP`` (``protocol.py``); at most ``MAX_EVENT_STREAMS`` MCP event streams
+are open, each for ``EVENT_STREAM_LIFETIME_S``. Malformed requests get 400, unknown
+paths 404, a missing or wrong token on TCP 401, browser requests on TCP (an ``Origin``
+header) or a ``Host`` other than this port on the loopback 403. None of these stops the
+server.
 """
 
 from __future__ import annotations
@@ -54,6 +58,17 @@ SOCKET_CHECK_S = 5.0
 BACKLOG = 128
 START_TIMEOUT_S = 60.0  # for the HTTP thread to listen
 SHUTDOWN_GRACE_S = 3.0  # answers in flight at shutdown get this long
+UNAUTHENTICATED_TCP = 4  # TCP connections no request has authenticated yet (their own pool)
+MAX_EVENT_STREAMS = 4  # open `GET /mcp` event streams
+EVENT_STREAM_LIFETIME_S = 60.0  # an event stream ends after this long (clients reopen it)
+EVENT_STREAM_ENV = "LLMC_TEST_EVENT_STREAM_S"  # tests only: a shorter lifetime
+
+
+def event_stream_lifetime() -> float:
+    try:
+        return float(os.environ.get(EVENT_STREAM_ENV, "")) or EVENT_STREAM_LIFETIME_S
+    except ValueError:
+        return EVENT_STREAM_LIFETIME_S
 
 
 def bind_unix(path: Path) -> socket.socket:
@@ -150,9 +165,15 @@ class HttpServer:
         from llmc.daemon.asgi import build_app
         from llmc.daemon.protocol import make_protocol
 
-        unix_app, tcp_app = build_app(app, lambda: app.token)
+        unix_app, tcp_app = build_app(
+            app, lambda: app.token, MAX_EVENT_STREAMS, event_stream_lifetime()
+        )
         protocol = make_protocol(
-            tcp_app, REQUEST_DEADLINE_S, app.cfg.daemon.max_connections, app.count
+            tcp_app,
+            REQUEST_DEADLINE_S,
+            app.cfg.daemon.max_connections,
+            app.count,
+            max_unauthenticated=UNAUTHENTICATED_TCP,
         )
         config = uvicorn.Config(
             unix_app,

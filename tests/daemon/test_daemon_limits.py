@@ -10,10 +10,16 @@ from __future__ import annotations
 import gc
 import http.client
 import json
+import socket
+import time
 import weakref
 
 import pytest
+from click.testing import CliRunner
+from daemon_helpers import FILES, child_env, make_git_repo, start_daemon, stop_daemon
+from waiting import HANG_S
 
+from llmc.cli import main
 from llmc.daemon.client import try_daemon
 from llmc.errors import DaemonError
 
@@ -126,3 +132,133 @@ def test_rerankers_are_a_bounded_lru(monkeypatch):
         assert mod.get_reranker.cache_info().currsize == mod.MAX_MODELS
     finally:
         mod.get_reranker.cache_clear()
+
+
+# -- connection pools ---------------------------------------------------------------------------
+def _read_some(sock: socket.socket, timeout: float) -> bytes:
+    sock.settimeout(timeout)
+    try:
+        return sock.recv(65536)
+    except (TimeoutError, ConnectionResetError):
+        return b""
+
+
+def test_idle_tcp_connections_do_not_starve_the_unix_socket(shared_daemon):
+    port = shared_daemon.status()["endpoints"]["tcp"]["port"]
+    held: list[socket.socket] = []
+    try:
+        for _ in range(40):  # another local user, no token, sending nothing
+            held.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+        # The owner's Unix socket answers, from the library and from the CLI.
+        assert shared_daemon.status()["ready"]
+        out = CliRunner().invoke(main, ["daemon", "status", "--repo", str(shared_daemon.root)])
+        assert out.exit_code == 0, out.output
+        assert "too many connections" not in out.output
+        # TCP connections without a token share a small pool: the rest were refused.
+        refused = sum(b" 503 " in _read_some(s, 0.5) for s in held)
+        assert refused >= 40 - 8
+    finally:
+        for s in held:
+            s.close()
+
+
+def test_tcp_without_the_token_is_closed_after_its_answer(shared_daemon):
+    port = shared_daemon.status()["endpoints"]["tcp"]["port"]
+    token = (shared_daemon.root / ".llmc" / "daemon.token").read_text().strip()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(f"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        answer = b""
+        while chunk := _read_some(s, 10):
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 401") and b"connection: close" in answer.lower()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)  # kept alive with the token
+    try:
+        for _ in range(3):
+            conn.request("GET", "/v1/health", headers={"Authorization": f"Bearer {token}"})
+            resp = conn.getresponse()
+            assert resp.status == 200 and json.loads(resp.read())["ok"]
+    finally:
+        conn.close()
+
+
+# -- MCP event streams ----------------------------------------------------------------------------
+STREAM_S = 2.0
+
+
+@pytest.fixture(scope="module")
+def stream_daemon(tmp_path_factory):
+    """A daemon whose MCP event streams live STREAM_S seconds (a test-only setting)."""
+    root = make_git_repo(tmp_path_factory.mktemp("sse") / "repo", FILES)
+    env = child_env(tmp_path_factory.mktemp("sse-xdg"), LLMC_TEST_EVENT_STREAM_S=str(STREAM_S))
+    try:
+        yield start_daemon(root, env)
+    finally:
+        stop_daemon(root, env)
+
+
+def _open_stream(sock_path) -> tuple[socket.socket, bytes]:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(str(sock_path))
+    s.sendall(
+        b"GET /mcp HTTP/1.1\r\nHost: llmc\r\nAccept: text/event-stream\r\n"
+        b"Mcp-Protocol-Version: 2025-06-18\r\n\r\n"
+    )
+    return s, _read_some(s, 30)
+
+
+def test_event_streams_are_bounded_in_number_and_lifetime(stream_daemon):
+    streams: list[socket.socket] = []
+    try:
+        for _ in range(4):
+            s, head = _open_stream(stream_daemon.sock)
+            streams.append(s)
+            assert head.startswith(b"HTTP/1.1 200") and b"text/event-stream" in head
+        s, head = _open_stream(stream_daemon.sock)
+        streams.append(s)
+        assert head.startswith(b"HTTP/1.1 503") and b"event streams" in head
+        # Everything else still works while four streams are open.
+        assert stream_daemon.status()["ready"]
+        assert stream_daemon.search("session store")["results"]
+        # Each stream ends (its last chunk) after its lifetime; then a new one opens.
+        for s in streams[:4]:
+            rest = b""
+            deadline = time.monotonic() + STREAM_S + HANG_S
+            while not rest.endswith(b"0\r\n\r\n") and time.monotonic() < deadline:
+                chunk = _read_some(s, 1.0)
+                rest += chunk
+            assert rest.endswith(b"0\r\n\r\n"), rest[-200:]
+        s, head = _open_stream(stream_daemon.sock)
+        streams.append(s)
+        assert head.startswith(b"HTTP/1.1 200")
+    finally:
+        for s in streams:
+            s.close()
+
+
+# -- low findings ---------------------------------------------------------------------------------
+def _tcp_raw(port: int, head: str) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(head.encode("latin-1"))
+        answer = b""
+        while chunk := _read_some(s, 10):
+            answer += chunk
+        return answer
+
+
+def test_tcp_checks_host_and_refuses_any_origin(shared_daemon):
+    port = shared_daemon.status()["endpoints"]["tcp"]["port"]
+    token = (shared_daemon.root / ".llmc" / "daemon.token").read_text().strip()
+    auth = f"Authorization: Bearer {token}\r\n"
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}"):
+        answer = _tcp_raw(port, f"GET /v1/health HTTP/1.1\r\nHost: {host}\r\n{auth}\r\n")
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    for extra in (
+        f"Host: evil.example:{port}\r\n",  # DNS rebinding: a browser names its own host
+        "Host: 127.0.0.1\r\n",
+        f"Host: 127.0.0.1:{port}\r\nOrigin: \r\n",  # an empty Origin is still a browser
+        f"Host: 127.0.0.1:{port}\r\nOrigin: null\r\n",
+    ):
+        answer = _tcp_raw(port, f"GET /v1/health HTTP/1.1\r\n{extra}{auth}\r\n")
+        assert answer.startswith(b"HTTP/1.1 403"), (extra, answer[:200])
+    answer = _tcp_raw(port, f"GET /v1/health HTTP/1.0\r\n{auth}\r\n")  # no Host at all
+    assert answer.startswith(b"HTTP/1.1 403"), answer[:200]
