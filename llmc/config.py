@@ -100,6 +100,8 @@ class EmbeddingConfig:
     # AVX512-BF16/AMX torch bf16 for passages (measured faster there) and int8 for queries
     # (a cold search needs no torch) | torch | onnx (CPU)
     runtime: str = "auto"
+    base_url: str = ""  # openai:<model> embedders: the OpenAI-compatible server's URL (.../v1)
+    api_key_env: str = ""  # openai:<model> embedders: NAME of the variable holding its key
 
 
 @dataclass
@@ -149,6 +151,12 @@ class SearchConfig:
     code_in_top: int = 3
     # only when the router's p_code is at least this (0: every query; chosen on validation)
     code_in_top_p: float = 0.0
+    # latency budget per query (ms): a stage on by default or by the profile (HyDE's LLM,
+    # the cross-encoder, the LLM rerank) is skipped when its learned cost would break what
+    # is left of it; a stage you switch on yourself runs anyway (docs/configuration.md,
+    # "Latency budget"). 0: no budget
+    budget_ms: float = 150.0
+    profile: str = "auto"  # auto (gpu when CUDA/MPS is usable, else cpu) | cpu | gpu
 
 
 @dataclass
@@ -212,7 +220,7 @@ class LLMRerankConfig:
 class LLMConfig:
     """Local LLM (llmc.models.llm): auto = ollama if reachable, else embedded, else none."""
 
-    provider: str = "auto"  # auto | ollama | embedded | none
+    provider: str = "auto"  # auto | ollama | embedded | openai | none
     ollama_host: str = ""  # empty: $OLLAMA_HOST, else http://127.0.0.1:11434
     ollama_model: str = "qwen2.5-coder:1.5b"
     embedded_model: str = "default"  # path to a .gguf, or default (SmolLM2-135M-Instruct)
@@ -222,6 +230,10 @@ class LLMConfig:
     probe_timeout_s: float = 0.5  # ollama health check in auto and doctor
     n_threads: int = 0  # embedded; 0: half the usable CPUs (at least 1)
     n_ctx: int = 2048  # embedded context window (prompt + answer)
+    # openai: an OpenAI-compatible server (/v1/chat/completions), e.g. http://127.0.0.1:8080/v1
+    base_url: str = ""
+    openai_model: str = ""  # openai: the model to ask for; empty: the server's first model
+    api_key_env: str = ""  # openai: NAME of the environment variable holding the key (not the key)
 
 
 @dataclass

@@ -16,7 +16,8 @@ from llmc.cli.options import json_option, repo_option, setup_logging, verbose_op
 @verbose_option
 @click.pass_context
 def doctor_cmd(ctx: click.Context, root: Path, as_json: bool, verbose: int) -> None:
-    """Show what this machine can run: LLM providers, models, device, sqlite-vec, tree-sitter.
+    """Show what this machine can run: LLM providers, models, device, the search profile and
+    what each costly stage would use within the latency budget, sqlite-vec, tree-sitter.
 
     Exits 1 when a required component (sqlite-vec, tree-sitter) is broken.
     """
@@ -24,7 +25,7 @@ def doctor_cmd(ctx: click.Context, root: Path, as_json: bool, verbose: int) -> N
     from llmc.models.doctor import run_doctor
 
     setup_logging(verbose)
-    report = run_doctor(load_config(root))
+    report = run_doctor(load_config(root), root)
     if as_json:
         render.print_json(report.as_dict())
     else:

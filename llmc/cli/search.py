@@ -178,6 +178,11 @@ def _search_batch(root: Path, cfg: Config, ask: dict[str, Any], as_json: bool) -
     help="LLM listwise rerank for every query, ungated / switched off (search.llm_rerank).",
 )  # fmt: skip
 @click.option(
+    "--budget-ms", type=click.FloatRange(min=0), default=None, metavar="MS",
+    help="Latency budget of the query; stages not asked for that would break it are "
+    "skipped (search.budget_ms; 0: none).",
+)  # fmt: skip
+@click.option(
     "--fusion", type=click.Choice(["rrf", "weighted", "max"]), default=None,
     help="How ranked lists are fused (search.fusion).",
 )  # fmt: skip
@@ -186,19 +191,24 @@ def search_cmd(
     query: str, k: int | None, route: str | None, as_json: bool, explain: bool,
     root: Path, no_bm25: bool, no_dense: bool, no_routing: bool, no_exact: bool,
     fusion: str | None, hyde: bool | None, graph: bool | None, rerank: bool | None,
-    llm_rerank: bool | None, verbose: int,
+    llm_rerank: bool | None, budget_ms: float | None, verbose: int,
 ) -> None:  # fmt: skip
     """Search code and docs for QUERY; `-` reads one query per stdin line (batch mode).
 
     With --json, each query prints one JSON object on one line: query, route, results
     (path, start_line, end_line, symbol, kind, lang, score, sources, snippet), timings_ms,
     took_ms, warnings. Paths are relative to the repo root, lines 1-based and inclusive.
+
+    Each query keeps a latency budget (--budget-ms, search.budget_ms): HyDE's LLM, the
+    cross-encoder and the LLM rerank run only when their learned cost fits, unless asked
+    for (--hyde, --rerank, --llm-rerank); --explain says what each decided.
     """
     from llmc.config import load_config
 
     setup_logging(verbose)
     overrides = _search_overrides(no_bm25, no_dense, no_routing, no_exact, fusion)
     overrides |= _hyde_overrides(hyde) | _second_stage_overrides(graph, rerank, llm_rerank)
+    overrides["search.budget_ms"] = budget_ms
     cfg = load_config(root, overrides)
     ask = {"k": k, "route": route, "explain": explain}
     if query != "-":

@@ -53,6 +53,12 @@ def json_response(status: int, body: dict, headers: dict[str, str] | None = None
     )
 
 
+def request_path(request: Request) -> str:
+    """The request's path as sent: never from a URL rebuilt with its ``Host`` header (over the
+    Unix socket a missing Host, or one holding ``/?#@``, would change the path read back)."""
+    return request.scope.get("path", "")
+
+
 def _has_body(headers: Any) -> bool:
     length = headers.get("content-length", "0").strip()
     return length not in ("", "0") or "chunked" in headers.get("transfer-encoding", "").lower()
@@ -96,13 +102,13 @@ class Rest:
         except LlmcError as e:
             return json_response(422, ApiError(422, "failed", str(e)).to_json())
         except Exception as e:  # noqa: BLE001 - one bad request never stops the server
-            log.exception("internal error on %s %s", request.method, request.url.path)
+            log.exception("internal error on %s %r", request.method, request_path(request))
             err = ApiError(500, "internal", f"internal error: {type(e).__name__}")
             return error_response(err, request.headers, unread=False if consumed else None)
 
     @staticmethod
     def _endpoint(request: Request) -> api.Endpoint:
-        path = request.url.path
+        path = request_path(request)
         name = path[len(API_PREFIX) :].strip("/")
         endpoint = api.ENDPOINTS.get(name)
         if endpoint is None:
@@ -146,6 +152,8 @@ class Rest:
             body = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as e:
             raise ApiError(400, "bad_json", f"body is not valid JSON: {e}") from None
+        except RecursionError:
+            raise ApiError(400, "bad_json", "body is nested too deeply") from None
         if not isinstance(body, dict):
             raise ApiError(400, "bad_json", "body must be a JSON object")
         return body
@@ -155,7 +163,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     """Starlette's own 404/405 (no route) in our JSON shape."""
     status = getattr(exc, "status_code", 500)
     if status == 404:
-        path = request.url.path
+        path = request_path(request)
         err = ApiError(404, "not_found", f"no endpoint {path!r} (try {API_PREFIX}health)")
     else:
         err = ApiError(status, "bad_request", str(getattr(exc, "detail", exc)))

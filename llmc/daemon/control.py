@@ -108,8 +108,14 @@ def start(root: Path, cfg: Config, args: Sequence[str] = ()) -> StartResult:
             if lock_held(root):  # lost a race with another `start`: that one is ours now
                 time.sleep(0.1)
                 continue
-            tail = "\n".join(_tail(log, 15))
-            raise LlmcError(f"the daemon exited with status {code} at start; {log} says:\n{tail}")
+            tail = _tail(log, 15)
+            said = [line[len("Error: ") :] for line in tail if line.startswith("Error: ")]
+            if said:  # the CLI's own one-line error (a busy port, a bad .llmc...)
+                raise LlmcError(f"the daemon could not start: {said[-1]} (see {log})")
+            tail_text = "\n".join(tail)
+            raise LlmcError(
+                f"the daemon exited with status {code} at start; {log} says:\n{tail_text}"
+            )
         time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError):
         proc.kill()

@@ -39,6 +39,12 @@ SEARCHER_CACHE = 4
 MID_RUN_WARNING = "the lexical index reflects generation"  # llmc.search's stale-BM25 warning
 
 
+def loggable(text: str) -> str:
+    """``text`` for one log line: a request's or a file name's newline or other control
+    character is escaped (``\\n``), so it cannot start a forged line of its own."""
+    return text if text.isprintable() else repr(text)[1:-1]
+
+
 # -- embedding under the shared lock ------------------------------------------------------------
 class LockedEmbedder:
     """Wrap an embedder so the indexer embeds in small chunks under ``lock``."""
@@ -174,7 +180,7 @@ class Reindexer:
             log.info(
                 "reindex #%d (%s, %s)",
                 job.id,
-                ", ".join(sorted(set(job.reasons))),
+                ", ".join(loggable(r) for r in sorted(set(job.reasons))),
                 "all files" if job.all_paths else f"{len(job.paths)} changed paths",
             )
             try:
@@ -526,4 +532,5 @@ __all__ = [
     "LockedEmbedder",
     "Reindexer",
     "client_config",
+    "loggable",
 ]

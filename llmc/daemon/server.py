@@ -47,7 +47,7 @@ from llmc.daemon.pidfile import (
     token_path,
     write_private,
 )
-from llmc.errors import AlreadyRunning, ApiError
+from llmc.errors import AlreadyRunning, ApiError, LlmcError
 from llmc.paths import ensure_state_dir
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,9 @@ def bind_unix(path: Path) -> socket.socket:
     old = os.umask(0o177)
     try:
         sock.bind(str(path))
+    except OSError as e:
+        sock.close()
+        raise LlmcError(f"cannot listen on {path}: {e.strerror or e}") from None
     except BaseException:
         sock.close()
         raise
@@ -96,6 +99,11 @@ def bind_tcp(port: int) -> socket.socket:
     try:
         sock.bind(("127.0.0.1", port))
         sock.listen(BACKLOG)
+    except OSError as e:
+        sock.close()
+        raise LlmcError(
+            f"cannot listen on 127.0.0.1:{port}: {e.strerror or e} (daemon.tcp_port / --port)"
+        ) from None
     except BaseException:
         sock.close()
         raise

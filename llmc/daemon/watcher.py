@@ -227,7 +227,9 @@ class Watcher:
             return
         self.batches += 1
         self.last_batch = {"at": time.time(), "paths": len(kept), "sample": kept[:5]}
-        log.info("watcher: %d changed paths (%s)", len(kept), ", ".join(kept[:3]))
+        from llmc.daemon.engine import loggable  # a file name may hold a newline
+
+        log.info("watcher: %d changed paths (%s)", len(kept), ", ".join(map(loggable, kept[:3])))
         try:
             self.on_batch(kept)
         except Exception:  # noqa: BLE001 - the watcher outlives a failing consumer

@@ -104,6 +104,7 @@ def index_status(root: Path, cfg: Config) -> IndexStatus:
             device = pick_device(cfg.embedding.device, cfg.embedding.precision).reason
         except ImportError:
             device = "cpu (torch not installed)"
+        device += f"; search profile {_profile(cfg)}"
         wal = Path(str(db_path(root)) + "-wal")
         return IndexStatus(
             root=str(root),
@@ -133,6 +134,18 @@ def index_status(root: Path, cfg: Config) -> IndexStatus:
         )
     finally:
         store.close()
+
+
+def _profile(cfg: Config) -> str:
+    """The search profile line (llmc.models.device.machine_profile) and the query budget."""
+    from llmc.models.device import machine_profile
+
+    try:
+        profile = machine_profile(cfg.search.profile).reason
+    except ValueError as e:
+        return str(e)
+    budget = cfg.search.budget_ms
+    return f"{profile}, budget {budget:,.0f} ms a query" if budget > 0 else f"{profile}, no budget"
 
 
 def age(seconds_since_epoch: float | None) -> str:

@@ -1,4 +1,9 @@
-"""Pick the compute device and precision: cuda > mps > cpu; fp16 on CUDA, bf16 where the CPU has it."""
+"""Pick the compute device and precision: cuda > mps > cpu; fp16 on CUDA, bf16 where the CPU has it.
+
+``detect_accelerator`` is the one place that asks the machine which accelerator it has; the
+search profile (``machine_profile``: ``cpu`` or ``gpu``) and ``pick_device`` follow it, so a
+test fakes a GPU by replacing that one function.
+"""
 
 from __future__ import annotations
 
@@ -38,18 +43,60 @@ def gpu_impossible() -> bool:
     return not any(os.path.exists(p) for p in ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/kfd"))
 
 
+@functools.cache
+def _accelerator() -> str:
+    if gpu_impossible():
+        return "cpu"  # known without importing torch
+    try:
+        import torch
+    except ImportError:
+        return "cpu"
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def detect_accelerator() -> str:
+    """``cuda``, ``mps`` or ``cpu``: the best device torch can use here, asked once per
+    process (torch is imported only where a GPU driver exists). The seam tests replace."""
+    return _accelerator()
+
+
+PROFILES = ("auto", "cpu", "gpu")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The search profile of this machine: ``cpu`` or ``gpu`` (the stages each may run are
+    in llmc.search.budget), the device kind the cost model records under, and why."""
+
+    name: str  # cpu | gpu
+    device: str  # cpu | cuda | mps
+    reason: str
+
+
+def machine_profile(requested: str = "auto") -> Profile:
+    """``search.profile`` resolved: ``auto`` is ``gpu`` when CUDA or MPS is usable, else
+    ``cpu``; ``cpu`` and ``gpu`` are taken as configured. An unknown name is a ValueError."""
+    name = requested.strip().lower()
+    if name not in PROFILES:
+        raise ValueError(f"search.profile must be one of {', '.join(PROFILES)}, got {requested!r}")
+    device = detect_accelerator()
+    if name == "auto":
+        name = "cpu" if device == "cpu" else "gpu"
+        return Profile(name, device, f"{name} (auto: {device} found)")
+    if name == "gpu" and device == "cpu":
+        return Profile(name, "cpu", "gpu (configured; no GPU found, stages run on the CPU)")
+    return Profile(name, device, f"{name} (configured)")
+
+
 def pick_device(requested: str = "auto", precision: str = "auto") -> DeviceChoice:
     """Resolve ``auto`` device and precision without assuming anything about the machine."""
-    import torch
-
     device = requested
     if requested == "auto":
-        if torch.cuda.is_available():
-            device = "cuda"
-        elif getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-            device = "mps"
-        else:
-            device = "cpu"
+        device = detect_accelerator()
     reason = f"device {device} ({'auto' if requested == 'auto' else 'configured'})"
     if precision != "auto":
         return DeviceChoice(device, precision, reason + f", precision {precision} (configured)")
@@ -60,4 +107,13 @@ def pick_device(requested: str = "auto", precision: str = "auto") -> DeviceChoic
     return DeviceChoice(device, "fp32", reason + ", fp32")
 
 
-__all__ = ["DeviceChoice", "cpu_has_fast_bf16", "gpu_impossible", "pick_device"]
+__all__ = [
+    "PROFILES",
+    "DeviceChoice",
+    "Profile",
+    "cpu_has_fast_bf16",
+    "detect_accelerator",
+    "gpu_impossible",
+    "machine_profile",
+    "pick_device",
+]

@@ -1,12 +1,15 @@
-"""``llmc doctor``: what this machine can run. LLM providers (reachability, models), the
-compute device, sqlite-vec and tree-sitter. Every check catches its own failure and turns
-it into a line; only sqlite-vec and tree-sitter are required (``ok`` is False without them).
+"""``llmc doctor``: what this machine can run. LLM providers (reachability, models; an
+OpenAI-compatible server is probed when configured), the compute device, the search profile
+with what each costly stage would use and whether the latency budget lets it run,
+sqlite-vec and tree-sitter. Every check catches its own failure and turns it into a line;
+only sqlite-vec and tree-sitter are required (``ok`` is False without them).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from llmc.config import Config
@@ -53,6 +56,10 @@ class DoctorReport:
         for c in self.checks:
             flag = mark[c.ok] if c.ok or not c.required else "FAIL"
             out.append(f"{flag}{c.name}: {c.detail}")
+            for name, stage in c.info.get("stages", {}).items():
+                why = stage.get("why", "")
+                why = f": {why}" if why and not stage["runs"] else ""
+                out.append(f"  {mark[stage['runs']]}{name}: {stage['uses']}{why}")
         return out
 
 
@@ -90,6 +97,97 @@ def device_check(cfg: Config) -> Check:
     return Check("device", True, choice.reason, info=info)
 
 
+def profile_check(cfg: Config) -> Check:
+    """``search.profile`` resolved on this machine, and the query budget."""
+    from llmc.models.device import machine_profile
+
+    try:
+        profile = machine_profile(cfg.search.profile)
+    except Exception as e:  # noqa: BLE001 - doctor reports, never crashes
+        return Check("profile", False, f"{type(e).__name__}: {e}")
+    limit = cfg.search.budget_ms
+    said = f"budget {limit:,.0f} ms a query" if limit > 0 else "no latency budget"
+    info = {"profile": profile.name, "device": profile.device, "budget_ms": limit}
+    return Check("profile", True, f"{profile.reason}; {said}", info=info)
+
+
+def _embedding_use(cfg: Config, category: str) -> tuple[bool, str]:
+    name = cfg.embedding.code_model if category == "code" else cfg.embedding.docs_model
+    if not cfg.search.dense:
+        return True, "off (search.dense = false)"
+    if not name.startswith("openai:"):
+        return True, f"{name} (local, {cfg.embedding.runtime} runtime)"
+    from llmc.models.openai_http import ServerError, server
+
+    try:
+        status = server(cfg.embedding.base_url, cfg.embedding.api_key_env).probe(
+            cfg.llm.probe_timeout_s
+        )
+    except ServerError as e:
+        return False, f"{name}: {e}"
+    if not status.reachable:
+        return False, f"{name} at {status.base_url}: not reachable: {status.error}"
+    return True, f"{name} at {status.base_url} (reachable)"
+
+
+def stages_check(cfg: Config, root: Path | None, llm: dict[str, Any]) -> Check:
+    """What each costly stage would use on this machine, and whether it would run: the
+    profile's offer, the switch, and the budget against the learned (or prior) cost."""
+    from llmc.models.device import machine_profile
+    from llmc.search import budget
+
+    try:
+        profile = machine_profile(cfg.search.profile)
+    except ValueError as e:
+        return Check("stages", False, str(e))
+    cfg = budget.apply_profile(cfg, profile.name)
+    costs = budget.CostModel(budget.costs_path(root) if root is not None else None)
+    import time
+
+    spend = budget.Budget(cfg.search.budget_ms, time.perf_counter(), costs, profile.device)
+    model = f"{llm.get('selected') or 'none'}:{llm.get('model') or ''}".rstrip(":")
+    provider = llm.get("selected") or "none"
+    stages: dict[str, dict[str, Any]] = {}
+    ok = True
+    for category in ("code", "doc"):
+        fine, uses = _embedding_use(cfg, category)
+        ok = ok and fine
+        stages[f"dense.{category}"] = {"uses": uses, "runs": fine and cfg.search.dense}
+
+    def gated(name: str, on: bool, asked: bool, unit: str, units: float, uses: str) -> None:
+        if not on:
+            stages[name] = {"uses": uses, "runs": False, "why": f"off (search.{name})"}
+            return
+        expected = spend.expect(unit, units, extra=budget.HYDE_REST if name == "hyde" else "")
+        source = costs.expect(profile.device, unit).source
+        verdict = spend.allow(name, expected, asked)
+        stages[name] = {
+            "uses": uses, "runs": verdict.run, "why": verdict.note,
+            "expected_ms": round(expected, 1), "cost_from": source,
+        }  # fmt: skip
+
+    llm_on = provider != "none"
+    hyde_units = cfg.hyde.n
+    gated(
+        "hyde", cfg.search.hyde and llm_on,
+        cfg.hyde.mode == "always" or budget.explicit(cfg, "search.hyde"),
+        f"{budget.HYDE_LLM}:{provider}", hyde_units, f"LLM {model}",
+    )  # fmt: skip
+    gated(
+        "rerank", cfg.search.rerank, budget.explicit(cfg, "search.rerank"),
+        budget.RERANK_PAIR, cfg.rerank.top_k,
+        f"cross-encoder {cfg.rerank.model} on the top {cfg.rerank.top_k}",
+    )  # fmt: skip
+    gated(
+        "llm_rerank", cfg.search.llm_rerank and llm_on,
+        cfg.llm_rerank.always or budget.explicit(cfg, "search.llm_rerank"),
+        f"{budget.LLM_RERANK_CALL}:{provider}", 1, f"LLM {model} on the top {cfg.llm_rerank.top_n}",
+    )  # fmt: skip
+    running = [n for n, s in stages.items() if s["runs"] and not n.startswith("dense")]
+    detail = f"{', '.join(running) or 'no costly stage'} would run (a query's budget decides)"
+    return Check("stages", ok, detail, info={"stages": stages})
+
+
 def sqlite_vec_check() -> Check:
     try:
         from llmc.store.sqlite import connect, sqlite_module
@@ -123,10 +221,18 @@ def tree_sitter_check() -> Check:
     return Check("tree_sitter", True, detail, True, info)
 
 
-def run_doctor(cfg: Config) -> DoctorReport:
-    """All checks; nothing is loaded beyond what a check needs (no LLM is loaded)."""
-    checks = (device_check(cfg), sqlite_vec_check(), tree_sitter_check())
-    return DoctorReport(llm=llm_section(cfg), checks=checks)
+def run_doctor(cfg: Config, root: Path | None = None) -> DoctorReport:
+    """All checks; nothing is loaded beyond what a check needs (no LLM is loaded). ``root``:
+    the repository whose learned stage costs (``.llmc/costs.json``) the budget reads."""
+    llm = llm_section(cfg)
+    checks = (
+        device_check(cfg),
+        profile_check(cfg),
+        stages_check(cfg, root, llm),
+        sqlite_vec_check(),
+        tree_sitter_check(),
+    )
+    return DoctorReport(llm=llm, checks=checks)
 
 
 __all__ = ["Check", "DoctorReport", "run_doctor"]

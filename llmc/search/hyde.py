@@ -15,6 +15,12 @@ length of that route. Then
 - the BM25 lists are searched again with Rocchio expansion terms from the hypotheses
   (``rocchio.py``), the original query terms weighted up, not a concatenation.
 
+Before the LLM writes anything, the query's latency budget (``budget.py``) is asked: the
+hypotheses the cache does not hold, at this machine's learned cost per hypothesis, must fit
+what is left of ``search.budget_ms`` unless HyDE was asked for (``--hyde``, ``search.hyde``
+set by the user: ``budget.explicit``); else HyDE is
+skipped with a note (a cached question still gets its hypotheses).
+
 Hypotheses are cached by (query, model, prompt version) in ``.llmc/hyde_cache.db``. They
 are never results and never passed on: only the trace (``HydeReport``: the text, latency,
 effective threshold, steps) shows them. An LLM that is missing, too slow or writes
@@ -31,8 +37,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from llmc.config import Config
-from llmc.errors import ConfigError, LlmcError
+from llmc.errors import ConfigError, LlmcError, LLMTimeout, LLMUnavailable
 from llmc.search import fusion, rocchio
+from llmc.search.budget import HYDE_LLM, HYDE_REST, Budget, explicit
 from llmc.search.hyde_cache import CACHE_NAME, HypothesisCache, cache_key
 from llmc.search.hyde_report import HydeReport, Hypothesis, ThresholdStep
 from llmc.search.hyde_rules import (
@@ -93,6 +100,12 @@ class HydeStage:
         self._failed: tuple[float, str] | None = None  # (monotonic time, why)
         self._corpus: tuple[int, Corpus] | None = None  # (store generation, profile)
         self.cache = HypothesisCache(self.root / ".llmc" / CACHE_NAME)
+        self.budget: Budget | None = None  # this query's latency budget (``begin``)
+
+    def begin(self, spend: Budget | None) -> None:
+        """The next query's latency budget: hypotheses the cache does not hold are written
+        only when their expected cost fits it (or HyDE was asked for: ``hyde.mode = always``)."""
+        self.budget = spend
 
     # -- decisions ---------------------------------------------------------------------------
     def decide(self, query: str, decision: RouteDecision, dense_best: float | None = None) -> Gate:
@@ -142,7 +155,10 @@ class HydeStage:
         warnings: list[str] = []
         notes: list[str] = [verdict.reason]
         corpus = self._profile(store)
-        hyps, model, llm_ms, why = self._hypotheses(query, decision, corpus)
+        hyps, model, llm_ms, why, over = self._hypotheses(query, decision, corpus)
+        if over:  # the query's latency budget: a note, not a warning
+            report = HydeReport(False, over, model, took_ms=_ms(started), dense_best=dense_best)
+            return Outcome(lists, report, notes=(verdict.reason, over))
         if not hyps:
             warnings.append(f"hyde skipped: {why}; plain retrieval")
             report = HydeReport(
@@ -163,6 +179,8 @@ class HydeStage:
                 notes.append(
                     f"BM25 expanded with {len(extra)} Rocchio term(s): {', '.join(extra[:10])}"
                 )
+        if self.budget is not None:
+            self.budget.observe(HYDE_REST, max(0.0, _ms(started) - llm_ms))
         report = HydeReport(
             used=True,
             reason=verdict.reason,
@@ -186,35 +204,43 @@ class HydeStage:
 
     def _hypotheses(
         self, query: str, decision: RouteDecision, corpus: Corpus
-    ) -> tuple[list[Hypothesis], str, float, str]:
-        """``(usable hypotheses, model, generation ms, why some or all are missing)``."""
-        from llmc.errors import LLMTimeout, LLMUnavailable
-
+    ) -> tuple[list[Hypothesis], str, float, str, str]:
+        """``(usable hypotheses, model, generation ms, why some or all are missing, the
+        budget's note)``; the note is set when the query's budget skipped the LLM."""
         h = self.cfg.hyde
         if self._failed is not None and time.monotonic() - self._failed[0] < COOLDOWN_S:
             ago = time.monotonic() - self._failed[0]
             why = f"the LLM failed {ago:.0f}s ago ({self._failed[1]}); retry after {COOLDOWN_S:g}s"
-            return [], "", 0.0, why
+            return [], "", 0.0, why, ""
         try:
             llm = self._get_llm()
         except LlmcError as e:
-            return [], "", 0.0, f"no LLM ({e})"
+            return [], "", 0.0, f"no LLM ({e})", ""
         model = f"{llm.provider}:{llm.model}"
         sampled = h.n > 1
         temperature = h.temperature if sampled else 0.0
+        wanted = []  # (seed, route, length cap, cache key, cached answer or None)
+        for seed, route in enumerate(plan(decision, h.n)):
+            cap = corpus.span_tokens.get(ROUTE_CATEGORY[route], h.max_tokens)
+            key = cache_key(
+                query, model, PROMPT_VERSION, route=route, lang=corpus.lang, max_tokens=cap,
+                temperature=temperature, seed=seed if sampled else None,
+            )  # fmt: skip
+            wanted.append((seed, route, cap, key, self.cache.get(key) if h.cache else None))
+        unit = f"{HYDE_LLM}:{llm.provider}"
+        if self.budget is not None:
+            misses = sum(1 for *_, cached in wanted if cached is None)
+            expected = self.budget.expect(unit, misses, extra=HYDE_REST)
+            asked = h.mode == "always" or explicit(self.cfg, "search.hyde")
+            verdict = self.budget.allow("hyde", expected, asked)
+            if not verdict.run:
+                return [], model, 0.0, "", verdict.note
         deadline = time.monotonic() + h.timeout_s
         out: list[Hypothesis] = []
         problems: list[str] = []
         llm_ms = 0.0
-        for seed, route in enumerate(plan(decision, h.n)):
-            category = ROUTE_CATEGORY[route]
-            cap = corpus.span_tokens.get(category, h.max_tokens)
+        for seed, route, cap, key, cached in wanted:
             lang = corpus.lang
-            key = cache_key(
-                query, model, PROMPT_VERSION, route=route, lang=lang, max_tokens=cap,
-                temperature=temperature, seed=seed if sampled else None,
-            )  # fmt: skip
-            cached = self.cache.get(key) if h.cache else None
             if cached is not None:
                 text, latency, tokens, hit = cached[0], cached[1], None, True
             else:
@@ -235,6 +261,8 @@ class HydeStage:
                         seed=seed if sampled else None,
                     )
                 except LLMTimeout:  # slow, not down: the next query tries again
+                    if self.budget is not None:
+                        self.budget.observe(unit, h.timeout_s * 1000)  # at least this slow
                     problems.append(f"the LLM took longer than hyde.timeout_s = {h.timeout_s:g}s")
                     break
                 except LLMUnavailable as e:
@@ -247,6 +275,8 @@ class HydeStage:
                     break
                 text, latency, tokens, hit = g.text, g.latency_ms, g.tokens, False
                 llm_ms += g.latency_ms
+                if self.budget is not None:
+                    self.budget.observe(unit, g.latency_ms)
                 if h.cache:
                     self.cache.put(key, query, model, PROMPT_VERSION, text, latency)
             cleaned = clean(text)
@@ -256,7 +286,7 @@ class HydeStage:
                 continue
             out.append(Hypothesis(route, seed if sampled else 0, cleaned, latency, hit, tokens))
         why = "; ".join(dict.fromkeys(problems))
-        return out, model, llm_ms, why
+        return out, model, llm_ms, why, ""
 
     # -- dense -------------------------------------------------------------------------------
     def _dense_lists(

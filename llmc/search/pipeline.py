@@ -4,15 +4,17 @@
           ─▶ route (intent; weights for code, docs, tests; reasons)       router.py
           ─▶ retrieve: BM25 + dense per route (the other route too when   candidates.py
              the favoured one finds nothing above the floor); adaptive
-             HyDE when the query is vague                                 hyde.py
+             HyDE when the query is vague and its LLM fits the budget     hyde.py
           ─▶ rank: search.ranker = learned: both routes searched, every     features.py
              list's top ranker_depth pooled, features per candidate,      learned.py
              the shipped trees score them (router output is features);
              = fusion (or no model): one list per retriever, each span    weights.py
              weighted by its route (rrf, weighted, max); pins first       fusion.py
           ─▶ graph: neighbors of the top results (search.graph)          second_stage.py
-          ─▶ rerank: cross-encoder over the top k (search.rerank)
+          ─▶ rerank: cross-encoder over the top k (search.rerank; both
+             profiles offer it), when it fits the budget                  budget.py
           ─▶ LLM listwise rerank of the top few, gated (search.llm_rerank)
+             and within the budget
           ─▶ results: hydrate from SQLite, drop what vanished, per-file    results.py
              cap, a code result in the top 3 when there is one
              (search.code_in_top), snippets; the explain trace when asked explain.py
@@ -20,7 +22,10 @@
 ``Searcher`` opens the store, the lexical index and the embedders lazily, once
 (``sources.py``), and then answers any number of queries (batch mode, eval, daemon). Every
 stage reads its switch from the config; an ablation is a modified copy of the config.
-`llmc tune`'s learned values apply through ``tuned.py``.
+`llmc tune`'s learned values apply through ``tuned.py``, the machine's profile (``cpu`` or
+``gpu``: llmc.models.device) through ``budget.apply_profile``. Each query has a latency
+budget (``search.budget_ms``, ``budget.py``) that the costly stages ask before they run;
+the stage timings of every answer teach the cost model (``.llmc/costs.json``).
 """
 
 from __future__ import annotations
@@ -32,7 +37,17 @@ from typing import TYPE_CHECKING
 
 from llmc.config import Config
 from llmc.errors import ConfigError, LlmcError, ModelError, StoreError
-from llmc.search import candidates, exact, fusion, learned, results, router, second_stage, weights
+from llmc.search import (
+    budget,
+    candidates,
+    exact,
+    fusion,
+    learned,
+    results,
+    router,
+    second_stage,
+    weights,
+)
 from llmc.search.explain import build_explain, why_empty
 from llmc.search.features import Pool
 from llmc.search.query import normalize_query
@@ -52,6 +67,7 @@ from llmc.search.types import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from llmc.models.device import Profile
     from llmc.search.hyde import HydeStage
 
 MAX_K = 1000
@@ -67,7 +83,10 @@ class Searcher:
     def __init__(self, root: Path, cfg: Config):
         self.root = Path(root).resolve()
         self._tuned = TunedOverlay(self.root, cfg)  # `llmc tune`'s .llmc/tuned/
-        self.cfg = self._tuned.cfg
+        self.profile = _profile(cfg)  # cpu or gpu: which stages are candidates
+        self._profiled: tuple[Config, Config] | None = None  # (tuned config, with profile)
+        self.cfg = self._with_profile(self._tuned.cfg)
+        self.costs = budget.CostModel(budget.costs_path(self.root))  # learned stage costs
         self._lock = threading.RLock()
         self._threads = ThreadLimiter(cfg.search.blas_threads, cfg.search.torch_threads)
         self.sources = Sources(self.root, self.cfg, self._threads)
@@ -83,6 +102,7 @@ class Searcher:
 
     def close(self) -> None:
         with self._lock:
+            self.costs.maybe_save(force=True)
             self.sources.close()
 
     def warm(self) -> None:
@@ -99,7 +119,7 @@ class Searcher:
                             retrieve.embed_query(embedder, "warm up")
                         self.sources.vector_matrix(category)  # the vectors, in memory
                 self._threads.rescan()
-            if self.cfg.search.rerank:  # the cross-encoder too (a missing one warns per query)
+            if self._rerank_fits():  # the cross-encoder too (a missing one warns per query)
                 from llmc.models.reranker import reranker_from_config
 
                 try:
@@ -118,14 +138,26 @@ class Searcher:
         k = _check_k(self.cfg.search.k if k is None else k)
         trace = Trace(warnings)
         with self._lock:
-            self.cfg = self._tuned.refresh()  # a new `llmc tune` or reset applies at once
+            self.cfg = self._with_profile(self._tuned.refresh())  # a new `llmc tune` applies
             self.sources.begin_query(self.cfg)
+            spend = budget.Budget(
+                self.cfg.search.budget_ms, started, self.costs, self.profile.device,
+                once=lambda: _once_ms(trace),
+            )  # fmt: skip
             try:
-                decision, found, groups, explained = self._run(text, k, route, explain, trace)
+                try:
+                    decision, found, groups, explained = self._run(
+                        text, k, route, explain, trace, spend
+                    )
+                except ModelError as e:  # the query's embedding failed (a server down)
+                    decision, found, groups, explained = self._without_vectors(
+                        e, text, k, route, explain, trace, spend
+                    )
             except LlmcError:
                 raise
             except _sqlite_error() as e:
                 raise StoreError(f"reading the index failed: {e} (run `llmc index`)") from e
+            self._learn_costs(trace, started)
         return SearchResponse(
             query=text,
             route=decision,
@@ -139,10 +171,13 @@ class Searcher:
         )
 
     def _run(
-        self, text: str, k: int, route: str | None, explain: bool, trace: Trace
-    ) -> tuple[RouteDecision, Found, tuple[tuple[str, ...], ...], Explain | None]:
+        self, text: str, k: int, route: str | None, explain: bool, trace: Trace,
+        spend: budget.Budget,
+    ) -> tuple[RouteDecision, Found, tuple[tuple[str, ...], ...], Explain | None]:  # fmt: skip
         """The stages, in the order of the diagram in the module docstring."""
         cfg, sources = self.cfg, self.sources
+        if explain:
+            trace.note("budget", self._budget_line())
         with trace.stage("open"):
             sources.open()
         with self._threads.blas():
@@ -153,7 +188,7 @@ class Searcher:
                 decision = self._route(text, route, found_exact.defined, trace)
             use = self._learned(decision, text)
             decision, found_exact, lists = self._retrieve(
-                text, k, decision, found_exact, trace, use
+                text, k, decision, found_exact, trace, use, spend
             )
             fused = self._learned_rank(text, decision, lists, found_exact, trace, explain, k)
             # the learned ranker's results take its own per-file cap (0: none; see config)
@@ -171,8 +206,8 @@ class Searcher:
                     "fusion", f"{cfg.search.fusion} over {len(lists)} lists: {len(fused)} spans"
                 )
             fused = second_stage.graph_stage(sources, text, decision, fused, trace)
-            fused = second_stage.rerank_stage(sources, text, fused, trace)
-            fused = second_stage.llm_rerank_stage(sources, text, fused, trace)
+            fused = second_stage.rerank_stage(sources, text, fused, trace, spend)
+            fused = second_stage.llm_rerank_stage(sources, text, fused, trace, spend)
             with trace.stage("results"):
                 found, groups = results.present(
                     sources, text, fused, k, trace, cap, self._code_top(decision)
@@ -182,9 +217,28 @@ class Searcher:
                 why_empty(sources, trace)
         return decision, found, groups, explained
 
+    def _without_vectors(
+        self, error: ModelError, text: str, k: int, route: str | None, explain: bool,
+        trace: Trace, spend: budget.Budget,
+    ) -> tuple[RouteDecision, Found, tuple[tuple[str, ...], ...], Explain | None]:  # fmt: skip
+        """The query again without dense retrieval, after one warning: an embedder that
+        failed mid-query (an embeddings server down, too slow, answering garbage) costs
+        this query its vectors, not its answer. The next query tries the server again."""
+        if not self.cfg.search.dense:
+            raise error
+        trace.warn(f"{error}: this query is ranked without vectors")
+        kept = self.cfg
+        self.cfg = kept.with_values({"search.dense": False}, "fallback")
+        self.sources.begin_query(self.cfg)
+        try:
+            return self._run(text, k, route, explain, trace, spend)
+        finally:
+            self.cfg = kept
+            self.sources.begin_query(kept)
+
     def _retrieve(
         self, text: str, k: int, decision: RouteDecision, found: exact.ExactMatch, trace: Trace,
-        use: bool,
+        use: bool, spend: budget.Budget | None = None,
     ) -> tuple[RouteDecision, exact.ExactMatch, list[RankedList]]:  # fmt: skip
         """Every retriever's list. With the learned ranker, both routes are searched: the
         router's probabilities are the ranker's features, not a gate (a route fixed by
@@ -194,7 +248,7 @@ class Searcher:
         searched = learned.open_routes(decision) if use and not fixed else decision
         found = exact.exact_words(sources, text, searched, found, self.cfg.search, trace)
         lists, searched = candidates.retrieve_lists(
-            sources, text, searched, found, k, trace, self._hyde()
+            sources, text, searched, found, k, trace, self._hyde(spend)
         )
         return (decision if use and not fixed else searched), found, lists
 
@@ -273,15 +327,66 @@ class Searcher:
         )
         return decision
 
-    def _hyde(self) -> HydeStage | None:
-        """The HyDE stage when ``search.hyde`` is on (made once; it keeps a cache)."""
+    def _hyde(self, spend: budget.Budget | None = None) -> HydeStage | None:
+        """The HyDE stage when ``search.hyde`` is on (made once; it keeps a cache), with
+        this query's budget (None: no budget, as when mining the ranker's pools)."""
         if not self.cfg.search.hyde:
             return None
         if self._hyde_stage is None:
             from llmc.search.hyde import HydeStage
 
             self._hyde_stage = HydeStage(self.root, self.cfg)
+        self._hyde_stage.begin(spend)
         return self._hyde_stage
+
+    # -- the budget ---------------------------------------------------------------------
+    def _with_profile(self, cfg: Config) -> Config:
+        """``cfg`` with the profile's stages (computed once per config object)."""
+        if self._profiled is None or self._profiled[0] is not cfg:
+            self._profiled = (cfg, budget.apply_profile(cfg, self.profile.name))
+        return self._profiled[1]
+
+    def _rerank_fits(self) -> bool:
+        """Whether a query would run the cross-encoder (asked for, or it fits the budget)."""
+        cfg = self.cfg
+        if not cfg.search.rerank:
+            return False
+        spend = budget.Budget(
+            cfg.search.budget_ms, time.perf_counter(), self.costs, self.profile.device
+        )
+        pairs = spend.expect(budget.RERANK_PAIR, cfg.rerank.top_k)
+        return spend.allow("rerank", pairs, budget.explicit(cfg, "search.rerank")).run
+
+    def _budget_line(self) -> str:
+        limit = self.cfg.search.budget_ms
+        shown = f"{limit:,.0f} ms" if limit > 0 else "none (search.budget_ms = 0)"
+        return f"{shown} per query; profile {self.profile.reason}"
+
+    def _learn_costs(self, trace: Trace, started: float) -> None:
+        """Every stage's time and the total go into the cost model (the gated stages' own
+        units were recorded as they ran); the file is written now and then."""
+        device = self.profile.device
+        for name, ms in trace.timings.items():
+            self.costs.observe(device, name, ms)
+        self.costs.observe(device, "total", (time.perf_counter() - started) * 1000)
+        self.costs.maybe_save()
+
+
+def _once_ms(trace: Trace) -> float:
+    """What this query paid once for the process: opening the index, loading models and,
+    in the query that loaded one, its first embedding (a runtime warms up on its first
+    call). Not spent from the budget, so a cold `llmc search` decides as a warm daemon."""
+    once = trace.timings.get("open", 0.0) + trace.timings.get("load", 0.0)
+    return once + (trace.timings.get("embed", 0.0) if "load" in trace.timings else 0.0)
+
+
+def _profile(cfg: Config) -> Profile:
+    from llmc.models.device import machine_profile
+
+    try:
+        return machine_profile(cfg.search.profile)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 def _sqlite_error() -> type[Exception]:

@@ -2,7 +2,9 @@
 
 Each step is switched by ``search.graph``, ``search.rerank``, ``search.llm_rerank``; a
 switched-off step returns the candidates as they are and costs nothing (not even an
-import). A missing graph or model degrades to the order it was given, with one warning in
+import). The cross-encoder and the LLM also ask the query's latency budget (``budget.py``):
+a stage that was not asked for and whose expected cost does not fit what is left is skipped
+with a trace note, before any model loads; each one that runs teaches the cost model. A missing graph or model degrades to the order it was given, with one warning in
 the trace. The ranking logic lives in ``expand.py``, ``rerank.py`` and ``llm_rerank.py``;
 this module hands each one what it needs and writes down what it did.
 """
@@ -13,7 +15,7 @@ import re
 from typing import TYPE_CHECKING
 
 from llmc.errors import LlmcError, ModelError
-from llmc.search import fusion, router
+from llmc.search import budget, fusion, router
 from llmc.search.trace import Trace
 from llmc.search.types import CATEGORY_ROUTE, CODE_ROUTE, Candidate, RouteDecision
 from llmc.search.weights import tests_weight
@@ -72,13 +74,23 @@ def graph_stage(
 
 
 def rerank_stage(
-    sources: Sources, text: str, fused: list[Candidate], trace: Trace
-) -> list[Candidate]:
-    """The cross-encoder over the top ``rerank.top_k``, always on the user's own query."""
+    sources: Sources, text: str, fused: list[Candidate], trace: Trace,
+    spend: budget.Budget | None = None,
+) -> list[Candidate]:  # fmt: skip
+    """The cross-encoder over the top ``rerank.top_k``, always on the user's own query,
+    when it was asked for or its expected cost fits the budget."""
     cfg = sources.cfg
     rcfg = cfg.rerank
     if not cfg.search.rerank or len(fused) < 2:
         return fused
+    pairs = min(rcfg.top_k, len(fused))
+    if spend is not None:
+        verdict = spend.allow(
+            "rerank", spend.expect(budget.RERANK_PAIR, pairs), budget.explicit(cfg, "search.rerank")
+        )
+        if not verdict.run:
+            trace.note("rerank", verdict.note)
+            return fused
     from llmc.models.reranker import span_passage
     from llmc.search import rerank
 
@@ -94,6 +106,8 @@ def rerank_stage(
     except ModelError as e:
         trace.warn(f"{e}: rerank is off")
         return fused
+    if spend is not None and out.scored:
+        spend.observe(budget.RERANK_PAIR, out.ms / out.scored)
     named = sources.describe([m[0] for m in out.moves[:5]])
     moved = ", ".join(f"{named.get(i, i)} #{a}→#{b}" for i, a, b in out.moves[:5])
     trace.note(
@@ -105,9 +119,11 @@ def rerank_stage(
 
 
 def llm_rerank_stage(
-    sources: Sources, text: str, fused: list[Candidate], trace: Trace
-) -> list[Candidate]:
-    """The local LLM reorders the top few, behind a gate and a latency budget."""
+    sources: Sources, text: str, fused: list[Candidate], trace: Trace,
+    spend: budget.Budget | None = None,
+) -> list[Candidate]:  # fmt: skip
+    """The local LLM reorders the top few, behind a gate and the query's latency budget
+    (the call itself has ``llm_rerank.budget_ms`` as its timeout)."""
     cfg = sources.cfg
     lcfg = cfg.llm_rerank
     if not cfg.search.llm_rerank or len(fused) < 2:
@@ -120,9 +136,19 @@ def llm_rerank_stage(
         return fused
     from llmc.models.llm import get_llm
 
+    llm = get_llm(cfg.llm)
+    unit = f"{budget.LLM_RERANK_CALL}:{llm.provider}"
+    if spend is not None:
+        asked = lcfg.always or budget.explicit(cfg, "search.llm_rerank")
+        verdict = spend.allow("llm_rerank", spend.expect(unit), asked)
+        if not verdict.run:
+            trace.note("llm_rerank", verdict.note)
+            return fused
     with trace.stage("llm_rerank"):
         ids = [c.span_id for c in fused if not c.pinned][: lcfg.top_n]
-        out = llm_rerank.llm_rerank(text, fused, sources.spans(ids), get_llm(cfg.llm), lcfg, why)
+        out = llm_rerank.llm_rerank(text, fused, sources.spans(ids), llm, lcfg, why)
+    if spend is not None and (out.applied or out.answer or "timeout" in out.reason):
+        spend.observe(unit, out.ms)  # a call was made: what it cost
     if out.unavailable:
         trace.warn(f"LLM rerank skipped: {out.reason}")
     answer = f"; answer {out.answer!r}" if out.answer else ""

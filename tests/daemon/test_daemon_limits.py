@@ -16,7 +16,15 @@ import weakref
 
 import pytest
 from click.testing import CliRunner
-from daemon_helpers import FILES, child_env, make_git_repo, start_daemon, stop_daemon
+from daemon_helpers import (
+    FILES,
+    child_env,
+    llmc,
+    make_git_repo,
+    raw_http,
+    start_daemon,
+    stop_daemon,
+)
 from waiting import HANG_S
 
 from llmc.cli import main
@@ -203,7 +211,11 @@ def _open_stream(sock_path) -> tuple[socket.socket, bytes]:
         b"GET /mcp HTTP/1.1\r\nHost: llmc\r\nAccept: text/event-stream\r\n"
         b"Mcp-Protocol-Version: 2025-06-18\r\n\r\n"
     )
-    return s, _read_some(s, 30)
+    head = _read_some(s, 30)
+    if head.startswith(b"HTTP/1.1 503"):  # a whole JSON answer: its body may come apart
+        while not head.endswith(b"}") and (chunk := _read_some(s, 10)):
+            head += chunk
+    return s, head
 
 
 def test_event_streams_are_bounded_in_number_and_lifetime(stream_daemon):
@@ -262,3 +274,59 @@ def test_tcp_checks_host_and_refuses_any_origin(shared_daemon):
         assert answer.startswith(b"HTTP/1.1 403"), (extra, answer[:200])
     answer = _tcp_raw(port, f"GET /v1/health HTTP/1.0\r\n{auth}\r\n")  # no Host at all
     assert answer.startswith(b"HTTP/1.1 403"), answer[:200]
+
+
+def test_a_deeply_nested_body_is_a_400(shared_daemon):
+    nested = b'{"query": "x", "config": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    head = f"POST /v1/search HTTP/1.1\r\nHost: llmc\r\nContent-Length: {len(nested)}\r\n\r\n"
+    status, body = raw_http(shared_daemon.sock, head.encode() + nested)
+    assert status == 400 and body["error"]["code"] == "bad_json", body
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"GET /v1/health HTTP/1.0\r\n\r\n",  # no Host
+        b"GET /v1/health HTTP/1.1\r\nHost: a/b?c#d@e\r\nConnection: close\r\n\r\n",
+        b"GET /v1/health HTTP/1.1\r\nHost: x@y\r\nConnection: close\r\n\r\n",
+    ],
+)
+def test_unix_socket_routes_by_the_request_path_alone(shared_daemon, head):
+    status, body = raw_http(shared_daemon.sock, head)
+    assert status == 200 and body["ok"], body
+
+
+def test_a_reindex_reason_cannot_forge_log_lines(shared_daemon):
+    forged = "2026-01-01 00:00:00,000 WARNING llmc.daemon.server: forged"
+    out = shared_daemon.call("reindex", {"reason": f"api\n{forged}", "wait": True})
+    assert out["done"]
+    log = (shared_daemon.root / ".llmc" / "daemon.log").read_text(errors="replace")
+    assert "api\\n2026-01-01" in log
+    assert not any(line.startswith(forged) for line in log.splitlines())
+
+
+def test_daemon_start_on_a_busy_port_is_one_line(tmp_path, daemon_env):
+    root = make_git_repo(tmp_path / "repo", {"a.py": "def f():\n    return 1\n"})
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        for command in (("daemon", "start"), ("daemon", "run", "--no-watch")):
+            out = llmc(*command, "--tcp", "--port", port, "--repo", str(root), env=daemon_env,
+                       check=False)  # fmt: skip
+            assert out.returncode == 1, out.stderr
+            assert "Traceback" not in out.stderr, out.stderr
+            errors = [line for line in out.stderr.splitlines() if not line[:4].isdigit()]
+            assert len(errors) == 1 and "cannot listen on 127.0.0.1" in errors[0], out.stderr
+    stop_daemon(root, daemon_env)
+
+
+def test_a_regular_file_named_llmc_is_one_line(tmp_path, daemon_env):
+    root = make_git_repo(tmp_path / "repo", {"a.py": "def f():\n    return 1\n"})
+    (root / ".llmc").write_text("not a directory\n")
+    for command in (("daemon", "start"), ("daemon", "run"), ("hooks", "install")):
+        out = llmc(*command, "--repo", str(root), env=daemon_env, check=False)
+        assert out.returncode == 1, (command, out.stderr)
+        assert "Traceback" not in out.stderr, out.stderr
+        errors = [line for line in out.stderr.splitlines() if not line[:4].isdigit()]
+        assert len(errors) == 1 and ".llmc" in errors[0], out.stderr

@@ -58,7 +58,7 @@ def scripted(monkeypatch):
 
 
 def _cfg(root, **hyde):
-    cfg = load_config(root, {"hyde.intents": "code,docs,mixed"})
+    cfg = load_config(root, {"hyde.intents": "code,docs,mixed", "search.budget_ms": 0})
     for key, value in hyde.items():
         setattr(cfg.hyde, key, value)
     return cfg

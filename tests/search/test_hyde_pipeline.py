@@ -29,7 +29,8 @@ def hyde_repo(indexed_repo, tmp_path_factory):
     root = tmp_path_factory.mktemp("hyde") / "shop"
     shutil.copytree(indexed_repo, root)
     (root / "llmc.toml").write_text(
-        '[llm]\nprovider = "embedded"\n\n[hyde]\nintents = ["code", "docs", "mixed"]\n',
+        '[llm]\nprovider = "embedded"\n\n[hyde]\nintents = ["code", "docs", "mixed"]\n'
+        "\n[search]\nbudget_ms = 0\n",  # no latency budget: the LLM runs on every CPU
         encoding="utf-8",
     )
     return root

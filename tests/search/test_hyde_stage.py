@@ -25,7 +25,9 @@ def _search(root, query, llm, monkeypatch, **hyde):
     monkeypatch.setattr("llmc.models.llm.get_llm", lambda cfg: llm)
     # fusion ranks: these tests read the hyde list fusion merges (the learned ranker takes
     # hyde.code / hyde.doc as features instead)
-    cfg = load_config(root, {"hyde.intents": "code,docs,mixed", "search.ranker": "fusion"})
+    cfg = load_config(
+        root, {"hyde.intents": "code,docs,mixed", "search.ranker": "fusion", "search.budget_ms": 0}
+    )
     for key, value in hyde.items():
         setattr(cfg.hyde, key, value)
     with Searcher(root, cfg) as s:
@@ -138,7 +140,7 @@ def test_a_failing_llm_means_plain_retrieval_and_one_warning(
 def test_after_a_failure_the_llm_rests(repo_copy, monkeypatch):
     llm = ScriptedLLM([LLMUnavailable("ollama: cannot connect")])
     monkeypatch.setattr("llmc.models.llm.get_llm", lambda cfg: llm)
-    cfg = load_config(repo_copy, {"hyde.intents": "code,docs,mixed"})
+    cfg = load_config(repo_copy, {"hyde.intents": "code,docs,mixed", "search.budget_ms": 0})
     with Searcher(repo_copy, cfg) as s:
         s.search(VAGUE_DOCS)
         again = s.search(VAGUE_DOCS)
