@@ -43,7 +43,7 @@ from llmc.index.progress import (
     lap,
     mark,
 )
-from llmc.index.walk import WalkedFile, read_text, walk
+from llmc.index.walk import WalkedFile, read_text, secrets_mode, skip_policy, walk
 from llmc.paths import db_path, ensure_state_dir, lexical_path, lock_path, state_dir
 from llmc.store.db import FileRecord, Store, embed_hash, quarantine
 from llmc.store.lexical import Fields
@@ -352,8 +352,9 @@ class Indexer:
         summary.skipped = list(walked.skipped)
         summary.files_seen = len(walked.files)
         known = store.files()
-        # Other skip rules than the index was built with (generated.py): read every file again
-        policy = Detector(self.cfg.index).policy
+        # Other skip rules than the index was built with (generated.py, secrets.py): read
+        # every file again
+        policy = skip_policy(self.cfg.index)
         recheck = store.get_meta(SKIP_POLICY_KEY) != policy
         # Another chunker version or span settings: cut every file again (vectors are
         # cached by text, so unchanged spans are not embedded again)
@@ -494,6 +495,7 @@ class Indexer:
         (they know every path of the tree, which tells compiled output from the only copy
         of its code)."""
         languages, reuse = set(self.cfg.index.languages), not (full or recheck)
+        secrets_as = secrets_mode(self.cfg.index)
         detector = detector or Detector(self.cfg.index, root=self.root)
         self.progress.phase("parsing", len(files))
         out: list[_Parsed] = []
@@ -550,7 +552,7 @@ class Indexer:
                     self.progress.advance()
                     summary.skipped.append(SkippedFile(f.path, prior[2], prior[3]))
                     continue
-                read = read_text(self.root, f.path, detector)
+                read = read_text(self.root, f.path, detector, secrets_as)
                 if read.skipped is not None:
                     self.progress.advance()
                     summary.skipped.append(read.skipped)

@@ -44,7 +44,13 @@ class ParseJournal:
                 return
             try:
                 self.directory.mkdir(parents=True, exist_ok=True)
-                self._fh = open(self.directory / str(os.getpid()), "w", encoding="utf-8")  # noqa: SIM115
+                # surrogateescape: a name that is not UTF-8 is written as its own bytes
+                self._fh = open(  # noqa: SIM115
+                    self.directory / str(os.getpid()),
+                    "w",
+                    encoding="utf-8",
+                    errors="surrogateescape",
+                )
             except OSError as e:
                 log.debug("parse journal unavailable (%s)", e)
                 self._unavailable = True
@@ -81,7 +87,7 @@ def culprits(directory: Path) -> dict[str, int]:
         if pid != os.getpid() and _alive(pid):
             continue
         try:
-            rel = entry.read_text(encoding="utf-8").strip()
+            rel = entry.read_text(encoding="utf-8", errors="surrogateescape").strip()
             entry.unlink()
         except OSError:
             continue

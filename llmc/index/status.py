@@ -10,7 +10,7 @@ from pathlib import Path
 from llmc.config import Config
 from llmc.index.backfill import Coverage
 from llmc.index.generated import Detector
-from llmc.index.walk import read_text, walk
+from llmc.index.walk import read_text, secrets_mode, walk
 from llmc.paths import db_path, graph_path, lexical_path
 from llmc.store.db import Store
 from llmc.types import CODE, DOC
@@ -126,7 +126,9 @@ def index_status(root: Path, cfg: Config) -> IndexStatus:
             indexed_at=float(indexed_at) if indexed_at else None,
             changed_files=sorted(changed),
             new_files=sorted(
-                p for p in set(current) - set(known) if read_text(root, p, detector).skipped is None
+                p
+                for p in set(current) - set(known)
+                if read_text(root, p, detector, secrets_mode(cfg.index)).skipped is None
             ),
             deleted_files=sorted(set(known) - set(current)),
             uncommitted_changes=_uncommitted(root),

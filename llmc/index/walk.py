@@ -21,7 +21,9 @@ from pathlib import Path
 import pathspec
 
 from llmc.config import IndexConfig
+from llmc.index import secrets
 from llmc.index.generated import Detector, drop_inline_source_map
+from llmc.index.safe_read import OutsideRepo, read_inside, within
 from llmc.types import SkippedFile
 
 log = logging.getLogger(__name__)
@@ -60,8 +62,22 @@ SECRET_PATTERNS = [
     "*.secrets",
     "service-account*.json",
     "*.tfstate",
+    "terraform.tfstate*",
     "*.tfvars",
+    ".terraformrc",
+    ".vault-token",
+    ".dockercfg",
+    "kubeconfig",
+    "*.kubeconfig",
+    "*.ppk",
+    ".s3cfg",
+    ".boto",
+    "*-key.json",
+    "deploy_key",
+    ".github_token",
 ]
+# Matched against the end of a path: a name that is a secret only in its directory.
+SECRET_PATHS = (".docker/config.json", ".kube/config")
 
 # Reasons, as counted in the summary and printed by `llmc index -v`.
 VENDORED = "vendored-or-generated-dir"
@@ -71,6 +87,9 @@ TOO_LARGE = "too-large"
 BINARY = "binary"
 UNDECODABLE = "undecodable"
 SYMLINK_OUTSIDE = "symlink-outside-repo"
+OUTSIDE = "outside-repo"  # a directory on its path, or the file opened, leads out of the repo
+BAD_NAME = "undecodable-name"  # not UTF-8: no output or database could hold it as it is
+SECRET_CONTENT = secrets.SECRET_CONTENT
 UNREADABLE = "unreadable"
 NOT_A_FILE = "not-a-regular-file"
 EMPTY = "empty"
@@ -171,6 +190,10 @@ def _gitignore_spec(lines: list[str]) -> pathspec.PathSpec:
 
 
 def is_secret(rel_path: str) -> bool:
+    if rel_path.endswith(SECRET_PATHS) and (
+        rel_path in SECRET_PATHS or any(rel_path.endswith("/" + p) for p in SECRET_PATHS)
+    ):
+        return True
     return _secret_name(rel_path.rsplit("/", 1)[-1])
 
 
@@ -205,7 +228,11 @@ def walk(root: Path, cfg: IndexConfig) -> WalkResult:
     files: list[WalkedFile] = []
     skipped: list[SkippedFile] = []
     reported_dirs: set[str] = set()
+    real_dir = _RealDirs(root)
     for rel in names:
+        if not _decodable(rel):
+            skipped.append(SkippedFile(display_name(rel), BAD_NAME, "the name is not UTF-8"))
+            continue
         if rel.endswith("/"):
             if rel not in reported_dirs:
                 reported_dirs.add(rel)
@@ -231,6 +258,10 @@ def walk(root: Path, cfg: IndexConfig) -> WalkResult:
         verdict = detector.by_path(rel)
         if verdict is not None:
             skipped.append(SkippedFile(rel, verdict.reason, verdict.detail))
+            continue
+        outside = real_dir.outside(rel.rpartition("/")[0])
+        if outside is not None:
+            skipped.append(SkippedFile(rel, OUTSIDE, outside))
             continue
         full = root / rel
         try:
@@ -264,19 +295,76 @@ def walk(root: Path, cfg: IndexConfig) -> WalkResult:
     return WalkResult(files, skipped, used_git, detector)
 
 
+class _RealDirs:
+    """Whether each directory of the walk resolves inside the root, every component
+    followed (git lists ``etc/passwd`` after ``etc`` became a symlink to ``/etc``); one
+    ``realpath`` per directory, not per file."""
+
+    def __init__(self, root: Path):
+        self.base = str(root)
+        self._seen: dict[str, str | None] = {"": None}
+
+    def outside(self, rel_dir: str) -> str | None:
+        """None when ``rel_dir`` is inside the root; else why not, for the skip's detail."""
+        if rel_dir not in self._seen:
+            real = os.path.realpath(os.path.join(self.base, rel_dir))
+            inside = within(real, self.base)
+            self._seen[rel_dir] = None if inside else f"{rel_dir}/ resolves to {real}"
+        return self._seen[rel_dir]
+
+
+def _decodable(rel: str) -> bool:
+    """Whether a name decoded with ``surrogateescape`` was UTF-8 (no lone surrogate)."""
+    if rel.isascii():
+        return True
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def display_name(rel: str) -> str:
+    """A name that is not UTF-8, printable: its bad bytes as ``\\xff`` escapes."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 @dataclass(frozen=True)
 class FileText:
     text: str | None
     skipped: SkippedFile | None
 
 
-def read_text(root: Path, rel: str, detector: Detector | None = None) -> FileText:
+SKIP_SECRETS, REDACT_SECRETS, KEEP_SECRETS = "skip", "redact", "keep"
+
+
+def secrets_mode(cfg: IndexConfig) -> str:
+    """What ``read_text`` does with a file holding a secret, by the config: skip it (the
+    default), index it redacted (``redact_secrets``), or as it is (``index_secrets``)."""
+    if cfg.index_secrets:
+        return KEEP_SECRETS
+    return REDACT_SECRETS if getattr(cfg, "redact_secrets", False) else SKIP_SECRETS
+
+
+def skip_policy(cfg: IndexConfig) -> str:
+    """The content rules an index is built under (generated files, secrets and what is done
+    with them): when it changes, the indexer reads every file again."""
+    return f"{Detector(cfg).policy};{secrets.policy()}:{secrets_mode(cfg)}"
+
+
+def read_text(
+    root: Path, rel: str, detector: Detector | None = None, secrets_as: str = SKIP_SECRETS
+) -> FileText:
     """Read a file as UTF-8 text, or say why it is not indexable text; with a
     ``detector``, a generated or minified file is not indexable either (judged from the
     text read here, so no file is read twice). An inline source map's payload is left out
-    of the text (``generated.drop_inline_source_map``; lines keep their numbers)."""
+    of the text (``generated.drop_inline_source_map``; lines keep their numbers). The file
+    is opened only inside the root (``safe_read``); a text with a secret is skipped, or
+    redacted, as ``secrets_as`` says (``secrets_mode``)."""
     try:
-        data = (root / rel).read_bytes()
+        data = read_inside(root, rel)
+    except OutsideRepo as e:
+        return FileText(None, SkippedFile(rel, OUTSIDE, e.strerror or str(e)))
     except OSError as e:
         return FileText(None, SkippedFile(rel, UNREADABLE, e.strerror or str(e)))
     if b"\0" in data[:8192]:
@@ -293,11 +381,29 @@ def read_text(root: Path, rel: str, detector: Detector | None = None) -> FileTex
         verdict = detector.by_content(rel, text)
         if verdict is not None:
             return FileText(None, SkippedFile(rel, verdict.reason, verdict.detail))
-    return FileText(drop_inline_source_map(rel, text), None)
+    text = drop_inline_source_map(rel, text)
+    if secrets_as != KEEP_SECRETS:
+        found = secrets.scan(rel, text)
+        if found and secrets_as == REDACT_SECRETS:
+            log.info("%s: %s redacted", rel, secrets.describe(found))
+            return FileText(secrets.redact(text, found), None)
+        if found:
+            return FileText(None, SkippedFile(rel, SECRET_CONTENT, secrets.describe(found)))
+    return FileText(text, None)
 
 
 def skipped_paths(skipped: Iterable[SkippedFile]) -> set[str]:
     return {s.path for s in skipped}
 
 
-__all__ = ["FileText", "WalkResult", "WalkedFile", "is_secret", "read_text", "walk"]
+__all__ = [
+    "FileText",
+    "WalkResult",
+    "WalkedFile",
+    "display_name",
+    "is_secret",
+    "read_text",
+    "secrets_mode",
+    "skip_policy",
+    "walk",
+]

@@ -136,3 +136,163 @@ def test_malformed_gitignore_line_is_ignored_like_git_does(tmp_path):
     )
     result = walk(root, IndexConfig())
     assert sorted(f.path for f in result.files) == [".gitignore", "a.py"]
+
+
+# -- containment: every component of a path, and the file opened --------------------------
+
+
+def _index(root, *args: str):
+    from click.testing import CliRunner
+
+    from llmc.cli import main
+
+    return CliRunner().invoke(main, ["index", str(root), "--no-vectors", "--json", *args])
+
+
+def _search_text(root, query: str) -> str:
+    """The results of a search, as JSON text."""
+    import json
+
+    from click.testing import CliRunner
+
+    from llmc.cli import main
+
+    args = ["search", "--json", "--no-dense", "--no-hyde", "-k", "50", "--repo", str(root), query]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    return json.dumps(json.loads(result.stdout)["results"])  # the query itself is echoed
+
+
+def test_tracked_directory_replaced_by_a_symlink_out_of_the_repo_is_not_indexed(tmp_path):
+    import json
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "passwd").write_text("root:x:0:0:glorbvexoutside:/root\n")
+    root = make_repo(
+        tmp_path / "r", {"etc/passwd": "placeholder\n", "a.py": "def a():\n    pass\n"}
+    )
+    for p in (root / "etc").iterdir():
+        p.unlink()
+    (root / "etc").rmdir()
+    os.symlink(outside, root / "etc")  # git still lists etc/passwd
+    reasons = _reasons(walk(root, IndexConfig()))
+    assert reasons["etc/passwd"] == "outside-repo"
+    result = _index(root)
+    assert result.exit_code == 0, result.output
+    skipped = {s["path"]: s for s in json.loads(result.stdout)["skipped"]}
+    assert skipped["etc/passwd"]["reason"] == "outside-repo"
+    for f in (root / ".llmc").rglob("*"):  # before a search logs its query there
+        if f.is_file():
+            assert b"glorbvexoutside" not in f.read_bytes(), f
+    assert "glorbvexoutside" not in _search_text(root, "glorbvexoutside")
+
+
+def test_a_path_swapped_for_a_symlink_after_the_walk_is_refused(tmp_path):
+    from llmc.index.walk import read_text
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f.py").write_text("leaked = 1\n")
+    (outside / "g.py").write_text("leaked = 2\n")
+    root = make_repo(tmp_path / "r", {"sub/f.py": "inside = 1\n", "g.py": "inside = 2\n"})
+    assert {"sub/f.py", "g.py"} <= {f.path for f in walk(root, IndexConfig()).files}
+    # after the walk: the file itself, then a directory on its path, become symlinks out
+    (root / "g.py").unlink()
+    os.symlink(outside / "g.py", root / "g.py")
+    assert read_text(root, "g.py").skipped.reason == "outside-repo"
+    (root / "sub" / "f.py").unlink()
+    (root / "sub").rmdir()
+    os.symlink(outside, root / "sub")
+    got = read_text(root, "sub/f.py")
+    assert got.text is None and got.skipped.reason == "outside-repo"
+
+
+def test_a_directory_swapped_between_resolving_and_opening_is_refused(tmp_path, monkeypatch):
+    import pytest
+
+    from llmc.index import safe_read
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f.py").write_text("leaked = 1\n")
+    root = make_repo(tmp_path / "r", {"sub/f.py": "inside = 1\n"}, use_git=False).resolve()
+    real = safe_read._real
+    swapped = []
+
+    def resolve_then_swap(path: str) -> str:
+        got = real(path)
+        if not swapped:  # the attacker wins the race once: right after the check
+            swapped.append(path)
+            (root / "sub" / "f.py").unlink()
+            (root / "sub").rmdir()
+            os.symlink(outside, root / "sub")
+        return got
+
+    monkeypatch.setattr(safe_read, "_real", resolve_then_swap)
+    with pytest.raises(safe_read.OutsideRepo):
+        safe_read.read_inside(root, "sub/f.py")
+    assert swapped
+
+
+def test_safe_read_refuses_fifos_and_reads_inner_symlinks(tmp_path):
+    import pytest
+
+    from llmc.index.safe_read import read_inside
+
+    root = make_repo(tmp_path / "r", {"a.py": "a = 1\n"}, use_git=False)
+    os.symlink("a.py", root / "inner.py")
+    assert read_inside(root, "inner.py") == b"a = 1\n"
+    os.mkfifo(root / "pipe.py")
+    with pytest.raises(OSError):
+        read_inside(root, "pipe.py")  # would block on open without O_NONBLOCK
+
+
+def test_a_name_that_is_not_utf8_is_skipped_and_the_rest_is_indexed(tmp_path):
+    import json
+
+    root = make_repo(
+        tmp_path / "r", {"good.py": "def wimbleshank():\n    return 1\n"}, use_git=False
+    )
+    fd = os.open(os.path.join(os.fsencode(root), b"bad\xffname.py"), os.O_WRONLY | os.O_CREAT)
+    os.write(fd, b"def undecodable_name():\n    return 2\n")
+    os.close(fd)
+    from repo_fixtures import git
+
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "names")
+    result = _index(root)
+    assert result.exit_code == 0, result.output
+    skipped = {s["path"]: s["reason"] for s in json.loads(result.stdout)["skipped"]}
+    assert skipped == {"bad\\xffname.py": "undecodable-name"}
+    assert "good.py" in _search_text(root, "wimbleshank")
+    verbose = _index(root, "-v")
+    assert verbose.exit_code == 0, verbose.output
+
+
+def test_more_secret_file_names_are_skipped(tmp_path):
+    names = [
+        ".docker/config.json",
+        "home/.docker/config.json",
+        ".dockercfg",
+        "kubeconfig",
+        "ops/.kube/config",
+        "keys/server.ppk",
+        ".s3cfg",
+        ".boto",
+        "infra/terraform.tfstate",
+        "infra/terraform.tfstate.backup",
+        ".vault-token",
+        ".terraformrc",
+        "gcp/project-123-key.json",
+        "deploy_key",
+        ".github_token",
+    ]
+    kept = ["docker/config.json", "app/config", "src/keys.py"]
+    root = make_repo(tmp_path / "r", {n: "x\n" for n in names + kept}, use_git=False)
+    result = walk(root, IndexConfig())
+    reasons = _reasons(result)
+    for name in names:
+        assert reasons.get(name) == "secret", name
+    assert set(kept) <= {f.path for f in result.files}
