@@ -330,3 +330,28 @@ def test_a_regular_file_named_llmc_is_one_line(tmp_path, daemon_env):
         assert "Traceback" not in out.stderr, out.stderr
         errors = [line for line in out.stderr.splitlines() if not line[:4].isdigit()]
         assert len(errors) == 1 and ".llmc" in errors[0], out.stderr
+
+
+def test_the_docs_list_exactly_the_request_config_keys():
+    import dataclasses
+    from pathlib import Path
+
+    from llmc.config import Config
+    from llmc.request_config import QUERY_KEYS
+
+    doc = (Path(__file__).parents[2] / "docs" / "daemon-api.md").read_text(encoding="utf-8")
+    limits = doc[doc.index("**What a request's `config` may set**") :]
+    limits = limits[: limits.index(". Not")]  # what follows names what is refused
+    cfg = Config()
+    for section in ("search", "expand", "rerank", "llm_rerank", "hyde"):
+        names = {f.name for f in dataclasses.fields(getattr(cfg, section))}
+        allowed = {k.split(".", 1)[1] for k in QUERY_KEYS if k.startswith(section + ".")}
+        if f"every `{section}.` key" in limits:
+            assert allowed == names, section
+        elif section == "search":
+            search_list = limits[limits.index("`search.`:") + 10 : limits.index(";")]
+            listed = set(search_list.split("`")[1::2])
+            assert listed == allowed
+        else:
+            listed = {n for n in names if f"`{section}.{n}`" in limits}
+            assert listed == allowed, section
