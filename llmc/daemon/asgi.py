@@ -172,8 +172,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 # -- wrappers ---------------------------------------------------------------------------------
 class TokenGuard:
-    """For TCP: no browser requests (any ``Origin``, even empty: 403), a ``Host`` that is
-    this port on the loopback (DNS rebinding: 403), a bearer token (401), then ``app``.
+    """For TCP: no browser requests (any ``Origin``, even empty: 403), a bearer token (401),
+    a ``Host`` that is this port on the loopback (DNS rebinding: 403), then ``app``.
 
     A refusal closes the connection; an accepted token tells the connection
     (``scope["llmc.authenticated"]``, set by ``protocol.DaemonProtocol``), which moves it
@@ -191,20 +191,19 @@ class TokenGuard:
             err = None
             port = (scope.get("server") or ("", 0))[1]
             hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+            auth = headers.get("authorization", "")
+            given = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
+            expected = self.token()
             if "origin" in headers:
                 err = ApiError(403, "forbidden", "browser requests are not accepted")
+            elif not (
+                expected and given and hmac.compare_digest(given.encode(), expected.encode())
+            ):
+                err = ApiError(401, "unauthorized", "missing or wrong bearer token")
             elif headers.get("host", "").lower() not in hosts:
                 err = ApiError(
                     403, "forbidden", f"Host must be 127.0.0.1:{port} or localhost:{port}"
                 )
-            else:
-                auth = headers.get("authorization", "")
-                given = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
-                expected = self.token()
-                if not (
-                    expected and given and hmac.compare_digest(given.encode(), expected.encode())
-                ):
-                    err = ApiError(401, "unauthorized", "missing or wrong bearer token")
             if err is not None:
                 await error_response(err, headers, unread=True)(scope, receive, send)
                 return
