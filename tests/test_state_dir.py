@@ -61,6 +61,8 @@ def test_llmc_as_a_regular_file_is_one_line(tmp_path):
 
 def test_the_index_is_private(sample_repo):
     assert _index(sample_repo).exit_code == 0
+    assert _search(sample_repo, "session store").exit_code == 0  # the query log, too
+    assert (sample_repo / ".llmc" / "queries.jsonl").exists()
     state = sample_repo / ".llmc"
     assert stat.S_IMODE(state.stat().st_mode) == 0o700
     loose = []

@@ -48,7 +48,7 @@ def log_search(root: Path, response: dict[str, Any], max_entries: int = 5000) ->
         if not str(entry["query"]).strip():
             return
         path = query_log_path(root)
-        with open(path, "a", encoding="utf-8") as f:
+        with _open_private(path, os.O_APPEND) as f:
             f.write(json.dumps(entry, ensure_ascii=False) + "\n")
         if max_entries > 0 and path.stat().st_size > 400 * max_entries:
             _trim(path, max_entries)
@@ -61,8 +61,15 @@ def _trim(path: Path, max_entries: int) -> None:
     if len(lines) <= max_entries:
         return
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text("".join(lines[-max_entries:]), encoding="utf-8")
+    with _open_private(tmp, os.O_TRUNC) as f:
+        f.write("".join(lines[-max_entries:]))
     os.replace(tmp, path)
+
+
+def _open_private(path: Path, mode: int):
+    """A text handle on ``path`` created 0600 (queries are private), never via a symlink."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | mode, 0o600)
+    return os.fdopen(fd, "w", encoding="utf-8")
 
 
 def read_log(root: Path) -> list[dict[str, Any]]:
