@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import logging
 import os
 import shutil
@@ -25,11 +26,15 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from llmc.errors import DaemonUnavailable, HookError, LlmcError
 from llmc.paths import ensure_state_dir, state_dir
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +183,25 @@ class HookState:
         return {"hook": self.hook, "path": self.path, "state": self.state, "detail": self.detail}
 
 
+def _os_errors(action: str) -> Callable[[F], F]:
+    """An OSError (a hooks path that is a file, a directory we may not write...) becomes
+    one HookError line naming the path, not a traceback."""
+
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except OSError as e:
+                where = f"{e.filename}: " if e.filename else ""
+                raise HookError(f"cannot {action} hooks: {where}{e.strerror or e}") from None
+
+        return run  # type: ignore[return-value]
+
+    return wrap
+
+
+@_os_errors("install")
 def install(root: Path, executable: str | None = None) -> list[HookState]:
     """Install (or update) the llmc block in every hook; never lose an existing hook."""
     directory = hooks_dir(root)
@@ -219,6 +243,7 @@ def install(root: Path, executable: str | None = None) -> list[HookState]:
     return out
 
 
+@_os_errors("uninstall")
 def uninstall(root: Path) -> list[HookState]:
     """Remove the llmc block; restore chained hooks; delete hooks that held only llmc."""
     directory = hooks_dir(root)

@@ -355,3 +355,17 @@ def test_the_docs_list_exactly_the_request_config_keys():
         else:
             listed = {n for n in names if f"`{section}.{n}`" in limits}
             assert listed == allowed, section
+
+
+def test_a_hooks_directory_that_is_a_file_is_one_line(tmp_path, daemon_env):
+    root = make_git_repo(tmp_path / "repo", {"a.py": "def f():\n    return 1\n"})
+    hooks = root / ".git" / "hooks"
+    for child in hooks.iterdir():
+        child.unlink()
+    hooks.rmdir()
+    hooks.write_text("not a directory\n")
+    out = llmc("hooks", "install", "--repo", str(root), env=daemon_env, check=False)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        f"Error: cannot install hooks: {hooks}: File exists"
+    ], out.stderr
