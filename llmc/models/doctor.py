@@ -126,7 +126,7 @@ def _embedding_use(cfg: Config, category: str) -> tuple[bool, str]:
     except ServerError as e:
         return False, f"{name}: {e}"
     if not status.reachable:
-        return False, f"{name} at {status.base_url}: not reachable: {status.error}"
+        return False, f"{name}: {status.error}"
     return True, f"{name} at {status.base_url} (reachable)"
 
 
@@ -144,7 +144,6 @@ def stages_check(cfg: Config, root: Path | None, llm: dict[str, Any]) -> Check:
     costs = budget.CostModel(budget.costs_path(root) if root is not None else None)
     import time
 
-    spend = budget.Budget(cfg.search.budget_ms, time.perf_counter(), costs, profile.device)
     model = f"{llm.get('selected') or 'none'}:{llm.get('model') or ''}".rstrip(":")
     provider = llm.get("selected") or "none"
     stages: dict[str, dict[str, Any]] = {}
@@ -158,6 +157,7 @@ def stages_check(cfg: Config, root: Path | None, llm: dict[str, Any]) -> Check:
         if not on:
             stages[name] = {"uses": uses, "runs": False, "why": f"off (search.{name})"}
             return
+        spend = budget.Budget(cfg.search.budget_ms, time.perf_counter(), costs, profile.device)
         expected = spend.expect(unit, units, extra=budget.HYDE_REST if name == "hyde" else "")
         source = costs.expect(profile.device, unit).source
         verdict = spend.allow(name, expected, asked)

@@ -386,6 +386,10 @@ def get_embedder(
 def embedder_from_config(cfg, category: str) -> SentenceTransformerEmbedder:
     """The embedder configured for ``category`` (code or doc) in an EmbeddingConfig."""
     name = cfg.code_model if category == "code" else cfg.docs_model
+    if name.startswith("openai:"):  # an OpenAI-compatible server (llmc.models.openai_embedder)
+        from llmc.models.openai_embedder import openai_embedder
+
+        return openai_embedder(cfg, name)
     return get_embedder(
         name,
         cfg.device,
@@ -401,6 +405,10 @@ def embedder_from_config(cfg, category: str) -> SentenceTransformerEmbedder:
 def resolved_model_id(cfg, category: str) -> str:
     """The vector space id for ``category`` (``vector_space_id``) without loading the model."""
     name = cfg.code_model if category == "code" else cfg.docs_model
+    if name.startswith("openai:"):  # openai:<model>@<host:port>, truncated by the server
+        from llmc.models.openai_embedder import openai_space_id
+
+        return openai_space_id(cfg, name)
     base = code_model_id() if name in (CODE_MODEL, CODE_MODEL_ID) else resolve_model(name)[0]
     return vector_space_id(base, cfg.max_seq_length)
 

@@ -100,7 +100,7 @@ def test_explicit_providers_do_not_probe_or_load(dead_host, tmp_path):
 
 def test_unknown_provider_is_a_config_error():
     with pytest.raises(ConfigError, match="llm.provider must be one of auto, ollama"):
-        get_llm(LLMConfig(provider="openai"))
+        get_llm(LLMConfig(provider="anthropic"))
 
 
 def test_resolved_once_per_config(dead_host):

@@ -33,7 +33,7 @@ def test_doctor_json(tmp_path, _dead_ollama):
     assert (llm["provider"], llm["selected"]) == ("auto", "embedded")
     assert llm["model"] == "SmolLM2-135M-Instruct.Q4_1"
     providers = {p["name"]: p for p in llm["providers"]}
-    assert list(providers) == ["ollama", "embedded", "none"]
+    assert list(providers) == ["ollama", "embedded", "openai", "none"]
     assert providers["ollama"]["available"] is False
     assert providers["ollama"]["location"] == _dead_ollama
     assert "not reachable" in providers["ollama"]["detail"]

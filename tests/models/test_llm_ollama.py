@@ -237,10 +237,12 @@ def test_resolve_host_accepts_ollamas_shorthands(raw, url):
 
 def test_doctor_statuses_show_version_and_models(standin):
     cfg = LLMConfig(ollama_host=standin.url, ollama_model=MODEL)
-    ollama, embedded, none = provider_statuses(cfg)
+    ollama, embedded, openai, none = provider_statuses(cfg)
     assert (ollama.name, ollama.available, ollama.version) == ("ollama", True, "0.0.0-standin")
     assert ollama.models == (MODEL,) and ollama.location == standin.url
     assert embedded.name == "embedded" and none.available
+    assert (openai.name, openai.available) == ("openai", False)
+    assert openai.detail == "not configured (llm.base_url)"
 
 
 def test_standin_replies_parse_with_the_official_client(standin):

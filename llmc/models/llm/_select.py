@@ -1,6 +1,7 @@
 """Pick the provider from ``[llm]`` config, once per process, and describe them all (doctor).
 
-``auto``: ollama if it answers a fast health check and has the configured model, else the
+``auto``: the OpenAI-compatible server at ``llm.base_url`` when one is configured and answers
+a fast health check, else ollama if it answers one and has the configured model, else the
 embedded GGUF model if its runtime and file are there, else ``none``; each fallback is one
 log line. Nothing is loaded here: the embedded model loads on its first ``generate``.
 """
@@ -24,10 +25,11 @@ from llmc.models.llm._embedded import (
     runtime_version,
 )
 from llmc.models.llm._ollama import OllamaLLM, OllamaStatus, has_model, probe, resolve_host
+from llmc.models.llm._openai import OpenAILLM
 
 log = logging.getLogger(__name__)
 
-PROVIDERS = ("auto", "ollama", "embedded", "none")
+PROVIDERS = ("auto", "ollama", "embedded", "openai", "none")
 
 MAX_PROVIDERS = 4  # resolved providers kept per process, least recently used out
 _cache: OrderedDict[tuple, LLM] = OrderedDict()
@@ -96,12 +98,37 @@ def embedded_status(cfg: LLMConfig) -> ProviderStatus:
     )
 
 
+def openai_status(cfg: LLMConfig) -> ProviderStatus:
+    """The OpenAI-compatible server at ``llm.base_url``: its model list, fast."""
+    from llmc.models.openai_http import ServerError, server
+
+    if not cfg.base_url.strip():
+        return ProviderStatus("openai", False, "not configured (llm.base_url)")
+    try:
+        srv = server(cfg.base_url, cfg.api_key_env)
+    except ServerError as e:
+        return ProviderStatus("openai", False, str(e), model=cfg.openai_model)
+    status = srv.probe(cfg.probe_timeout_s)
+    model = cfg.openai_model or (status.models[0] if status.models else "")
+    common = {"model": model, "location": srv.base_url, "models": status.models}
+    if not status.reachable:
+        return ProviderStatus("openai", False, f"not reachable: {status.error}", **common)
+    if cfg.openai_model and cfg.openai_model not in status.models:
+        return ProviderStatus(
+            "openai", False, f"reachable, but it does not list {cfg.openai_model}", **common
+        )
+    key = f", key from ${cfg.api_key_env}" if cfg.api_key_env else ""
+    return ProviderStatus("openai", True, f"reachable{key}", **common)
+
+
 def provider_statuses(cfg: LLMConfig | None = None) -> tuple[ProviderStatus, ...]:
-    """Every provider's availability (probes ollama; loads nothing)."""
+    """Every provider's availability (probes ollama and a configured OpenAI-compatible
+    server; loads nothing)."""
     cfg = cfg or LLMConfig()
     return (
         ollama_status(cfg),
         embedded_status(cfg),
+        openai_status(cfg),
         ProviderStatus("none", True, "always available: LLM features are skipped"),
     )
 
@@ -114,7 +141,17 @@ def _embedded(cfg: LLMConfig) -> EmbeddedLLM:
     return EmbeddedLLM(cfg.embedded_model, _defaults(cfg), n_ctx=cfg.n_ctx, n_threads=cfg.n_threads)
 
 
+def _openai(cfg: LLMConfig) -> OpenAILLM:
+    return OpenAILLM(cfg.base_url, cfg.openai_model, cfg.api_key_env, _defaults(cfg))
+
+
 def _auto(cfg: LLMConfig) -> LLM:
+    if cfg.base_url.strip():
+        served = openai_status(cfg)
+        if served.available:
+            log.debug("llm: auto chose the OpenAI-compatible server at %s", served.location)
+            return _openai(cfg)
+        log.info("llm: %s %s; trying ollama", cfg.base_url, served.detail)
     ollama = ollama_status(cfg)
     if ollama.available:
         log.debug("llm: auto chose ollama %s at %s", cfg.ollama_model, ollama.location)
@@ -134,6 +171,8 @@ def _resolve(cfg: LLMConfig) -> LLM:
         return _ollama(cfg)
     if name == "embedded":
         return _embedded(cfg)
+    if name == "openai":
+        return _openai(cfg)
     if name == "none":
         return NoneLLM()
     return _auto(cfg)
