@@ -84,6 +84,8 @@ QUERY_KEYS: dict[str, Rule] = {
     "search.ranker_max_per_file": COUNT,
     "search.code_in_top": _n(0, 100),
     "search.code_in_top_p": SHARE,
+    "search.budget_ms": _n(0, 60_000),  # which costly stages fit (their models: the daemon's)
+    "search.profile": _one_of("auto", "cpu", "gpu"),  # which stages are candidates, no device
     # graph expansion and priors (switch: search.graph)
     "expand.top_n": _n(0, 100),
     "expand.edge_types": _one_of("defines", "calls", "imports", "inherits", "tests", "mentions"),
