@@ -93,6 +93,7 @@ _KEY_BEFORE = re.compile(
     r"|(?:auth|access|refresh|api|bearer)_?token)[A-Za-z0-9_]*|token)"
     r"['\"]?(?:[ \t]*:[ \t]*[A-Za-z_][\w.\[\], |]{0,40})?[ \t]*(?:=>|:=|[:=])?[ \t]*\Z"
 )
+_KEY_STEMS = ("pass", "pwd", "secret", "key", "token")  # one is in every _KEY_BEFORE match
 _PLACEHOLDER = re.compile(
     r"example|sample|changeme|change_me|dummy|fake|placeholder|your|xxxx|\*\*\*|redacted"
     r"|\.\.\.|…|\$\{|\{\{|%\(|%s|\||://|^[</.\[\]()]",
@@ -127,7 +128,11 @@ def scan(rel: str, text: str) -> list[Finding]:
         start, value = m.start(), m.group("value")
         if len(value) == 40 and _AWS_SECRET.fullmatch(value):
             lines.append(text.rfind("\n", 0, start) + 1)  # maybe an AWS secret access key
-        key = _KEY_BEFORE.search(text, max(0, start - 80), start + 1)
+        lo = max(0, start - 80)
+        before = text[lo:start].lower()
+        if not any(stem in before for stem in _KEY_STEMS):
+            continue  # most values (a JSON file's): no regex needed
+        key = _KEY_BEFORE.search(text, lo, start + 1)
         if key and _looks_generated(value, strict) and not _public(text, key.start()):
             spans.append((m.start("value"), m.end("value"), KEYWORD))
     if any(p.search(text) for p in _LITERALS):

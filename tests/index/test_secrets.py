@@ -132,7 +132,7 @@ def test_a_service_account_json_is_caught_by_its_content():
             'const t = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.'
             + 'eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";\n',
         ),
-        ("conf/app.php", "$cfg = ['db_password' => 'Qw3rTy9!zXcV'];\n"),
+        ("conf/app.php", "$cfg = ['db_password' => 'Qw3rTy9!" + "zXcV'];\n"),
     ],
 )
 def test_token_kinds_are_found_and_redacted_whole(rel, text):
