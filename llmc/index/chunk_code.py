@@ -12,13 +12,19 @@ from __future__ import annotations
 import inspect
 import logging
 import re
-import threading
 from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llmc.index.chunk_emit import Ctx, emit, join_header, remainder_blocks
+from llmc.index.chunk_grammar import (
+    COMMENT,
+    QUERY_DIR,
+    comment_query,
+    definitions_query,
+    defs_query,
+    parse,
+    too_deep_for_grammar,
+)
 from llmc.languages import grammar_name
 from llmc.types import Span
 
@@ -27,7 +33,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-QUERY_DIR = Path(__file__).with_name("queries")
 _SIGNATURE_CHARS = 300
 _DOCSTRING_CHARS = 2000
 _HEADER_DOC_CHARS = 300
@@ -64,68 +69,6 @@ _NAME_TYPES = frozenset(
 )  # fmt: skip
 _QUALIFIED_NAME = re.compile(r"^[\w$]+(?:(?:\.|::|:)[\w$]+)+$")
 
-_local = threading.local()
-
-
-# tree-sitter-yaml's scanner crashes the process (SIGSEGV, not an exception) on blocks
-# nested some hundreds deep: measured, block mappings or sequences 300 levels deep crash it,
-# 250 do not (its indent stack outgrows the scanner's 1 KB state buffer). tomlkit's TOML
-# test suite has a 2 KB "- - - - ..." file and a 1 MB mapping nested 1,000 deep. Such a file
-# is data, not something to find definitions in: it is cut into line windows.
-_YAML_MAX_DEPTH = 128
-# Compact block indicators at a line's start open a level each: "- - x" (sequences),
-# "? ? x" (complex keys) and ": : x" (their values); 300 of any on one line crash it too.
-_YAML_COMPACT = re.compile(r"(?:[-?:][ \t]+)+")
-
-
-def yaml_too_deep(text: str, limit: int = _YAML_MAX_DEPTH) -> bool:
-    """True when the YAML's block nesting (indentation levels, plus the compact ``- - x``,
-    ``? ? x`` and ``: : x`` indicators that open a level each on one line) exceeds
-    ``limit``."""
-    stack: list[int] = []
-    for line in text.splitlines():
-        body = line.lstrip(" ")
-        if not body or body.startswith("#"):
-            continue
-        indent = len(line) - len(body)
-        while stack and stack[-1] >= indent:
-            stack.pop()
-        stack.append(indent)
-        compact = _YAML_COMPACT.match(body)
-        opened = len(compact.group().split()) if compact else 0
-        if len(stack) + opened > limit:
-            return True
-    return False
-
-
-# Other grammars whose external scanners crash on deep nesting, found by feeding every
-# grammar llmc parses pathological texts (3,000 levels of brackets, braces, tags, indents,
-# string interpolation) in a child process: Perl segfaults at 80-90 nested interpolations
-# ("${"${"... ), Kotlin aborts between 1,000 and 3,000. Both nest through braces; a file
-# whose braces nest deeper than this (no hand-written code does) is cut into windows.
-_BRACE_LIMITS = {"perl": 48, "kotlin": 400}
-
-
-def braces_too_deep(text: str, limit: int) -> bool:
-    """True when ``{`` nests deeper than ``limit`` anywhere (strings and comments count:
-    the crashes are in string interpolation)."""
-    if text.count("{") <= limit:
-        return False
-    depth = 0
-    for ch in re.findall(r"[{}]", text):
-        depth = depth + 1 if ch == "{" else max(0, depth - 1)
-        if depth > limit:
-            return True
-    return False
-
-
-def too_deep_for_grammar(lang: str, text: str) -> bool:
-    """A file whose nesting is known to crash ``lang``'s grammar (SIGSEGV, not an error)."""
-    if lang == "yaml":
-        return yaml_too_deep(text)
-    limit = _BRACE_LIMITS.get(lang)
-    return limit is not None and braces_too_deep(text, limit)
-
 
 def code_spans(
     ctx: Ctx, text: str, trees: dict[Any, Any] | None = None, also: Also | None = None
@@ -136,11 +79,11 @@ def code_spans(
     matches too, from the same walk of the tree as the definitions (see ``Also``)."""
     if too_deep_for_grammar(ctx.lang, text):
         raise ValueError(f"{ctx.lang} nested too deep for the grammar")
-    tree, src = _parse(ctx.lang, text)
+    tree, src = parse(ctx.lang, text)
     grammar = grammar_name(ctx.lang) or ctx.lang
     if trees is not None:
         trees[grammar] = tree
-    query = _query(ctx.lang)
+    query = definitions_query(ctx.lang)
     if query is not None:
         if trees is None or also is None or also.grammar != grammar:
             also = None
@@ -159,104 +102,6 @@ class Also:
     grammar: str
     source: str
     key: Any
-
-
-@cache
-def _language(lang: str) -> Any:
-    import tree_sitter_language_pack as tslp
-
-    return tslp.get_language(grammar_name(lang))  # type: ignore[arg-type]
-
-
-def _parse(lang: str, text: str) -> tuple[Tree, bytes]:
-    import tree_sitter
-
-    parsers = getattr(_local, "parsers", None)
-    if parsers is None:
-        parsers = _local.parsers = {}
-    parser = parsers.get(lang)
-    if parser is None:
-        parser = parsers[lang] = tree_sitter.Parser(_language(lang))
-    src = text.encode("utf-8", "surrogatepass")
-    return parser.parse(src), src
-
-
-@cache
-def _query(lang: str) -> Any:
-    """The compiled definitions query for ``lang``, or None when it has no .scm file."""
-    path = QUERY_DIR / f"{lang}.scm"
-    if not path.is_file():
-        return None
-    import tree_sitter
-
-    try:
-        return tree_sitter.Query(_language(lang), path.read_text(encoding="utf-8"))
-    except Exception as e:
-        log.warning("%s: bad tree-sitter query, using top-level blocks: %s", path, e)
-        return None
-
-
-@cache
-def _comment_kinds(lang: str) -> tuple[str, ...]:
-    """The grammar's comment node kinds that a query can name."""
-    import tree_sitter
-
-    language = _language(lang)
-    kinds = set()
-    for i in range(language.node_kind_count):
-        name = language.node_kind_for_id(i) or ""
-        if not (language.node_kind_is_named(i) and language.node_kind_is_visible(i)):
-            continue
-        if (name == "comment" or name.endswith("_comment")) and not name.startswith("keyword"):
-            kinds.add(name)
-    good = []
-    for kind in sorted(kinds):
-        try:
-            tree_sitter.Query(language, f"({kind}) @c")
-            good.append(kind)
-        except Exception:
-            continue
-    return tuple(good)
-
-
-def _comment_pattern(lang: str, capture: str) -> str:
-    return "[" + " ".join(f"({k})" for k in _comment_kinds(lang)) + "] @" + capture
-
-
-@cache
-def _comment_query(lang: str) -> Any:
-    if not _comment_kinds(lang):
-        return None
-    import tree_sitter
-
-    return tree_sitter.Query(_language(lang), _comment_pattern(lang, "c"))
-
-
-_COMMENT = "llmc.comment"  # the comment capture of ``_defs_query``
-
-
-@cache
-def _defs_query(lang: str, also: str = "") -> tuple[Any, int] | None:
-    """(``also``'s patterns, then ``lang``'s definitions query, then the comment pattern, in
-    one query; how many patterns ``also`` has), so that one walk of the tree finds them
-    all: each query walks the whole tree, which costs more than matching these few more
-    patterns. None when there is no definitions query or they do not compile together
-    (they then run apart). Appended patterns do not change the order in which the ones
-    before them match, and the ones after keep their order among themselves."""
-    path = QUERY_DIR / f"{lang}.scm"
-    if _query(lang) is None or not _comment_kinds(lang):
-        return None
-    import tree_sitter
-
-    source = path.read_text(encoding="utf-8") + "\n" + _comment_pattern(lang, _COMMENT)
-    try:
-        query = tree_sitter.Query(_language(lang), f"{also}\n{source}\n")
-    except Exception as e:  # noqa: BLE001 - the queries apart still work
-        log.debug("%s: definitions, comments and tags do not combine (%s)", lang, e)
-        return None
-    end = len(also.encode("utf-8"))  # ``also``'s patterns are the ones that start in it
-    first = sum(1 for i in range(query.pattern_count) if query.start_byte_for_pattern(i) < end)
-    return query, first
 
 
 def _end_row(node: Node) -> int:
@@ -284,7 +129,7 @@ def _ends_line(src: bytes, node: Node) -> bool:
 
 def _comment_blocks(lang: str, root: Node, src: bytes) -> dict[int, int]:
     """end row -> start row of each comment that has its lines to itself."""
-    query = _comment_query(lang)
+    query = comment_query(lang)
     if query is None:
         return {}
     import tree_sitter
@@ -359,7 +204,7 @@ def _defs_and_comments(
     query: Any, first: int, root: Node, src: bytes
 ) -> tuple[list[_Def], dict[int, int], list[Any]]:
     """``_collect_defs``, ``_comment_blocks`` and the ``Also`` query's matches (patterns
-    below ``first``) from one walk with ``_defs_query``."""
+    below ``first``) from one walk with ``defs_query``."""
     import tree_sitter
 
     matches, ends, others = [], {}, []
@@ -367,7 +212,7 @@ def _defs_and_comments(
         if m[0] < first:
             others.append(m)
             continue
-        comments = m[1].get(_COMMENT)
+        comments = m[1].get(COMMENT)
         if comments is None:
             matches.append(m)
             continue
@@ -597,7 +442,7 @@ def _code_spans(
     ctx: Ctx, tree: Tree, src: bytes, query: Any, trees: dict | None, also: Also | None
 ) -> list[Span]:
     root = tree.root_node
-    combined = _defs_query(ctx.lang, also.source if also is not None else "")
+    combined = defs_query(ctx.lang, also.source if also is not None else "")
     if combined is not None:
         defs, comment_ends, others = _defs_and_comments(*combined, root, src)
         if also is not None and trees is not None:
