@@ -2,6 +2,7 @@
 
     python benchmarks/bench_graph.py                      # rich==13.9.4
     python benchmarks/bench_graph.py --package httpx==0.28.1 --json
+    python benchmarks/bench_graph.py --src .              # a local tree (no download)
 
 Steps: ``pip download`` the pinned sdist into ``benchmarks/.cache`` (once), unpack it, index
 it into a fresh store the way ``llmc index`` does (walk, detect, chunk, store; no embeddings:
@@ -37,6 +38,8 @@ CACHE = HERE / ".cache"
 sys.path.insert(0, str(HERE.parent))
 
 DEFAULT_PACKAGE = "rich==13.9.4"
+# A local tree (``--src``) is copied without these (VCS, environments, an old index).
+_NOT_COPIED = (".git", ".venv", "venv", ".llmc", "__pycache__", "node_modules", ".cache")
 
 # Code run under the tracer, per package (it imports the unpacked sdist, not site-packages).
 WORKLOADS = {
@@ -144,7 +147,7 @@ def index_into_store(src: Path, work: Path):
     from llmc.store.db import Store
     from llmc.types import text_hash
 
-    shutil.copytree(src, work)
+    shutil.copytree(src, work, ignore=shutil.ignore_patterns(*_NOT_COPIED))
     cfg = IndexConfig()
     store = Store(db_path(work))
     gen = store.bump_generation()
@@ -349,12 +352,17 @@ def bench_trace(work: Path, package: str) -> dict | None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--package", default=DEFAULT_PACKAGE, help="pinned sdist, name==version")
+    ap.add_argument("--src", type=Path, help="benchmark this local tree instead of --package")
     ap.add_argument("--trace", action="store_true", help="also measure runtime call recall")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args()
 
-    src = fetch(args.package)
-    name = args.package.split("==")[0]
+    if args.src is not None:
+        src = args.src.resolve()
+        args.package = name = src.name
+    else:
+        src = fetch(args.package)
+        name = args.package.split("==")[0]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / src.name
         log(f"indexing {src.name} into a fresh store ...")

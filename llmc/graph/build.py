@@ -2,8 +2,8 @@
 
 Steps: per-file facts (re-extracted only for changed files, by the indexer's chunk workers
 from the parse they chunked, see :mod:`llmc.graph.facts`, or here from disk when no worker
-saw the file; the rest come from ``.llmc/graph_facts.pickle``, a cache of each file's
-pickled facts keyed by its content hash in the store) →
+saw the file; the rest come from ``.llmc/graph_facts.jsonl``, a cache of each file's
+facts keyed by its content hash in the store, see :mod:`llmc.graph.cache`) →
 cross-file resolution (only of the files a change can affect, see
 :mod:`llmc.graph.incremental`; the other files' edges come from the same cache) →
 node ↔ span mapping → node-link JSON written atomically.
@@ -18,9 +18,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-import os
-import pickle
-import tempfile
 import time
 import uuid
 from collections import Counter
@@ -30,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from llmc.graph import cache as facts_cache
 from llmc.graph import warm
+from llmc.graph.codec import decode_facts
 from llmc.graph.extract import extract_file
 from llmc.graph.facts import with_span_defs
-from llmc.graph.incremental import STATE_VERSION, FileResult, ResolutionState
 from llmc.graph.langs import is_doc, spec_for
 from llmc.graph.model import (
     FACTS_FILE,
@@ -63,8 +61,6 @@ log = logging.getLogger(__name__)
 RESOLVER_VERSION = 2
 _FAILURES = ("unreadable", "binary", "extract", "doc:")  # errors that lose a file's facts
 _BOM = b"\xef\xbb\xbf"  # the indexer reads text without it (``walk.read_text``)
-_JOURNAL = "graph_facts.journal"  # deltas appended to graph_facts.pickle by kept updates
-_JOURNAL_MAX = 32 * 2**20  # bytes; past this the cache is written whole again
 _SQL_PATHS = 500  # more paths than this: read every span row (SQLite's variable limit)
 
 
@@ -84,18 +80,43 @@ def update_graph(
 ) -> GraphStats:
     """Bring the graph up to date with the store after an index run (writer lock held).
 
-    ``changed`` files take their pickled facts from ``facts`` (what the chunk workers
+    ``changed`` files take their facts (JSON, :mod:`llmc.graph.codec`) from ``facts`` (what the chunk workers
     extracted from the text the store now holds), else are re-extracted from disk; other
     files reuse cached facts when the store's content hash still matches; ``removed``
     files drop out. Returns what was done; ``on_written`` is called with the same as soon
     as ``rag_graph.json`` is written (the facts cache follows).
     """
+    args = (repo_root, store, changed, removed, generation, cfg, facts or {}, on_written)
     with _gc_paused():
-        stats = _update(
-            repo_root, store, changed, removed, generation, cfg, facts or {}, on_written
-        )
+        try:
+            stats = _update(*args)
+        except _DATA_ERRORS as e:
+            # The cache checks every record's shape and types (llmc.graph.codec), not what
+            # a forged one means: one that still trips resolution is dropped, not obeyed.
+            if not _drop_cache(Path(repo_root) / ".llmc"):
+                raise
+            log.warning("graph: rebuilding without the facts cache, which failed (%r)", e)
+            stats = _update(*args)
         warm.settle()  # a kept state: out of the collector's way
         return stats
+
+
+# What data the cache's checks let through could raise while it is resolved.
+_DATA_ERRORS = (LookupError, TypeError, ValueError, AttributeError, RecursionError)
+
+
+def _drop_cache(llmc_dir: Path) -> bool:
+    """Delete the facts cache and its journal; False when there was none to blame."""
+    warm.forget(llmc_dir)
+    dropped = False
+    facts_file = llmc_dir / FACTS_FILE
+    for p in (facts_file, facts_cache.journal(facts_file)):
+        try:
+            p.unlink()
+            dropped = True
+        except OSError:
+            pass
+    return dropped
 
 
 def update_graph_in(
@@ -141,13 +162,13 @@ def _update(
     llmc_dir = repo_root / ".llmc"
     llmc_dir.mkdir(parents=True, exist_ok=True)
     graph_file, facts_file = llmc_dir / GRAPH_FILE, llmc_dir / FACTS_FILE
-    kept = warm.take(llmc_dir, graph_file, facts_file, _journal(facts_file))
+    kept = warm.take(llmc_dir, graph_file, facts_file, facts_cache.journal(facts_file))
     if kept is not None:  # this process wrote both files last: its state is theirs
         previous, header, cache = None, kept.header, kept.cache
     else:
         previous = _read_json(graph_file)
         header = _header(previous)
-        cache = _load_facts_cache(facts_file)
+        cache = facts_cache.load(facts_file)
     rebuilt = (
         header is None
         or not cache.get("token")
@@ -188,7 +209,7 @@ def _update(
         reused = len(records)
         spans_by_path = _span_rows(store)
     else:
-        _load_cached_facts(cache)
+        facts_cache.load_facts(cache)
         facts: dict[str, FileFacts] = {}
         new_cache: dict[str, Any] = {}
         extracted = reused = failed = 0
@@ -210,10 +231,12 @@ def _update(
                     reused += 1
                     continue
                 log.debug("%s: cached graph facts unreadable; re-extracting", path)
-            pickled = given.get(path)
-            f = _unpickle(pickled) if pickled is not None else None
+            raw = given.get(path)
+            f = decode_facts(raw, path) if raw is not None else None
             if f is None:
-                pickled = None
+                if raw is not None:
+                    log.debug("%s: graph facts from the chunk worker unreadable", path)
+                raw = None
                 if spans_by_path is None:
                     spans_by_path = _span_rows(store)
                 f = _extract_one(
@@ -224,7 +247,7 @@ def _update(
             if f.error.startswith(_FAILURES):
                 failed += 1
             facts[path] = f
-            new_cache[path] = {"hash": rec.content_hash, "facts": f, "pickled": pickled}
+            new_cache[path] = {"hash": rec.content_hash, "facts": f, "raw": raw}
 
         resolver, keep_edges, mods = _previous_resolver(
             repo_root, cfg, facts, None if rebuilt else kept, None if rebuilt else cache
@@ -284,7 +307,7 @@ def _update(
     meta = {"facts_token": token, "settings": settings, "span_nodes": span_nodes}
     if output is not None:
         header = _graph_attrs(generation, stats, meta)
-        _write_atomic(graph_file, output.render(header))
+        facts_cache.write_atomic(graph_file, output.render(header))
     else:
         data = to_node_link(nodes, edges, generation, stats, meta)
         header = data["graph"]
@@ -295,13 +318,13 @@ def _update(
     if not unchanged:
         # The facts cache after the graph (either order is crash-safe: the two tokens
         # differ until both are written, and a mismatch rebuilds), so that the graph
-        # answers before the cache is pickled (``on_written``).
+        # answers before the cache is written (``on_written``).
         if not (
             keep_edges
             and prev_token
-            and _append_delta(facts_file, prev_token, cache, reextracted, resolver)
+            and facts_cache.append_delta(facts_file, prev_token, cache, reextracted, resolver)
         ):
-            _write_facts_cache(facts_file, cache, resolver)
+            facts_cache.write(facts_file, cache, resolver)
         if warm.enabled() and output is None and pieces_usable(records):
             output = NodeLink(nodes, resolver.table.edges)
             span_nodes_of = _span_nodes_by_path(span_nodes, spans_by_path)
@@ -310,7 +333,7 @@ def _update(
                     tracked.take()
         if not warm.keep(
             llmc_dir,
-            (graph_file, facts_file, _journal(facts_file)),
+            (graph_file, facts_file, facts_cache.journal(facts_file)),
             header,
             cache,
             resolver,
@@ -319,7 +342,7 @@ def _update(
         ):
             resolver.release()
     elif kept is not None:  # the facts file is as it was; the cache and resolution too
-        files = (graph_file, facts_file, _journal(facts_file))
+        files = (graph_file, facts_file, facts_cache.journal(facts_file))
         warm.keep(llmc_dir, files, header, kept.cache, kept.resolver)
     log.info(
         "graph: %d nodes, %d edges (%d files re-extracted, %d cached) in %.2fs",
@@ -353,8 +376,11 @@ def _previous_resolver(
             r.mods.facts = r.facts  # the same layout: its memoised imports hold
             return r, True, r.mods
         return None, False, mods
-    state = _load_state(cache) if cache is not None else None
-    if state is None or state.signature != signature or set(state.files) != set(facts):
+    loaded = facts_cache.load_state(cache) if cache is not None else None
+    if loaded is None:
+        return None, False, mods
+    state, encoded = loaded
+    if state.signature != signature or set(state.files) != set(facts):
         return None, False, mods
     files = cache.get("files", {}) if cache is not None else {}
     old = {p: (files.get(p) or {}).get("facts") for p in facts}
@@ -365,6 +391,7 @@ def _previous_resolver(
         r.release()
         return None, False, mods
     r.results = dict(state.files)
+    r.encoded.update(encoded)  # written again as read, unless resolved again
     return r, False, mods
 
 
@@ -395,15 +422,6 @@ def _extract_one(
     if f.error:
         log.debug("%s: %s", path, f.error)
     return with_span_defs(f, spans)
-
-
-def _unpickle(blob: bytes) -> FileFacts | None:
-    try:
-        f = pickle.loads(blob)
-    except Exception as e:  # noqa: BLE001 - derived data: re-extract
-        log.debug("pickled graph facts unreadable (%s); re-extracting", e)
-        return None
-    return f if isinstance(f, FileFacts) else None
 
 
 def _span_rows(store: Store, paths: set[str] | None = None) -> dict[str, list[tuple]]:
@@ -596,104 +614,9 @@ def read_header(path: Path) -> dict[str, Any] | None:
     return _header(_read_json(path))
 
 
-def _load_facts_cache(path: Path) -> dict[str, Any]:
-    """The facts cache: a pickle of ``{"version", "token", "files": {path: {"hash"}},
-    "blob"}`` (``blob``: the pickled ``{path: pickled FileFacts}``, see
-    :func:`_load_cached_facts`).
-    Derived data: anything unreadable means re-extracting."""
-    try:
-        with open(path, "rb") as fh:
-            data = pickle.load(fh)
-    except FileNotFoundError:
-        return {}
-    except Exception as e:  # noqa: BLE001 - truncated, foreign or from another llmc version
-        log.debug("graph facts cache unreadable (%s); re-extracting everything", e)
-        return {}
-    if not isinstance(data, dict) or data.get("version") != FACTS_VERSION:
-        return {}
-    if not isinstance(data.get("files"), dict):
-        return {}
-    _replay_journal(data, _journal(path))
-    return data
-
-
-def _journal(facts_file: Path) -> Path:
-    return facts_file.with_name(_JOURNAL)
-
-
-def _replay_journal(data: dict[str, Any], journal: Path) -> None:
-    """Apply the deltas appended after the facts cache was written (see
-    :func:`_append_delta`), each only if it follows the token reached so far; a torn or
-    foreign record ends the replay (the graph's token then tells the cache is stale)."""
-    try:
-        raw = journal.read_bytes()
-    except OSError:
-        return
-    facts: dict[str, bytes] = {}
-    results: dict[str, bytes] = {}
-    pos = 0
-    while pos + 8 <= len(raw):
-        size = int.from_bytes(raw[pos : pos + 8], "little")
-        if pos + 8 + size > len(raw):
-            break
-        try:
-            rec = pickle.loads(raw[pos + 8 : pos + 8 + size])
-        except Exception:  # noqa: BLE001 - a torn record: stop here
-            break
-        if not isinstance(rec, dict) or rec.get("prev") != data.get("token"):
-            break
-        data["token"] = rec["token"]
-        for path, digest in rec["hashes"].items():
-            data["files"][path] = {"hash": digest}
-        facts.update(rec["facts"])
-        results.update(rec["results"])
-        pos += 8 + size
-    data["facts_delta"], data["results_delta"] = facts, results
-
-
-def _load_cached_facts(cache: dict[str, Any]) -> None:
-    """Unpickle the facts into the cache's entries, only when something must be resolved
-    (a no-op update compares hashes and never pays for rebuilding ~100k small objects)."""
-    blob = cache.pop("blob", None)
-    if blob is None:
-        return
-    try:
-        pickles = pickle.loads(blob)
-    except Exception as e:  # noqa: BLE001 - derived data: re-extract
-        log.debug("graph facts cache unreadable (%s); re-extracting everything", e)
-        pickles = {}
-    if not isinstance(pickles, dict):
-        pickles = {}
-    pickles.update(cache.pop("facts_delta", None) or {})
-    for path, entry in cache.get("files", {}).items():
-        pickled = pickles.get(path)
-        entry["facts"] = _unpickle(pickled) if isinstance(pickled, bytes) else None
-        entry["pickled"] = pickled if entry["facts"] is not None else None
-
-
-def _load_state(cache: dict[str, Any]) -> ResolutionState | None:
-    """The previous run's per-file resolution (None: resolve every file): a pickle of
-    ``(version, name_fallback, signature, {path: pickled FileResult})``."""
-    blob = cache.pop("resolution", None)
-    if blob is None:
-        return None
-    try:
-        version, name_fallback, signature, files = pickle.loads(blob)
-        if version != STATE_VERSION:
-            return None
-        files.update(cache.pop("results_delta", None) or {})
-        results = {p: pickle.loads(b) for p, b in files.items()}
-    except Exception as e:  # noqa: BLE001 - derived data: resolve everything
-        log.debug("graph resolution cache unreadable (%s); resolving every file", e)
-        return None
-    if not all(isinstance(res, FileResult) for res in results.values()):
-        return None
-    return ResolutionState(version, name_fallback, signature, results)
-
-
 @contextlib.contextmanager
 def _gc_paused():
-    """A build makes and unpickles ~100k small, acyclic records; cyclic GC passes over
+    """A build makes and decodes ~100k small, acyclic records; cyclic GC passes over
     them cost ~40% of its time and free nothing."""
     enabled = gc.isenabled()
     gc.disable()
@@ -704,89 +627,10 @@ def _gc_paused():
             gc.enable()
 
 
-def _write_facts_cache(path: Path, data: dict[str, Any], resolver: Resolver | None = None) -> None:
-    """Hashes in the outer pickle; the facts and the per-file resolution in inner blobs
-    that are loaded on demand. Each file's facts and results are pickled on their own,
-    once: facts by the chunk worker that extracted them or, for facts extracted here,
-    now; results when the file is resolved (a kept resolver keeps them pickled, so a
-    one-file update pickles one file's)."""
-    files = data["files"]
-    for e in files.values():
-        if not e.get("pickled"):  # kept for the next write (see llmc.graph.warm)
-            e["pickled"] = pickle.dumps(e["facts"], protocol=pickle.HIGHEST_PROTOCOL)
-    pickles = {p: e["pickled"] for p, e in files.items()}
-    outer = {
-        "version": data["version"],
-        "token": data["token"],
-        "files": {p: {"hash": e["hash"]} for p, e in files.items()},
-        "blob": pickle.dumps(pickles, protocol=pickle.HIGHEST_PROTOCOL),
-    }
-    if resolver is not None:
-        outer["resolution"] = resolver.pickled_state()
-    _write_atomic(path, pickle.dumps(outer, protocol=pickle.HIGHEST_PROTOCOL))
-    for stale in (_journal(path), path.parent / "graph_facts.json"):  # (an old version's)
-        try:
-            stale.unlink()
-        except OSError:
-            pass
-
-
-def _append_delta(
-    path: Path, prev: str, data: dict[str, Any], paths: set[str], resolver: Resolver
-) -> bool:
-    """Append what changed since the cache (token ``prev``) to its journal: the hashes and
-    facts of ``paths``, the results of the files resolved again, the new token. O(edit)
-    instead of rewriting the whole cache; False (nothing written) when the journal has
-    grown past ``_JOURNAL_MAX`` bytes and the cache should be written whole instead."""
-    journal = _journal(path)
-    try:
-        size = journal.stat().st_size
-    except OSError:
-        size = 0
-    if size > _JOURNAL_MAX:
-        return False
-    files = data["files"]
-    for p in paths:
-        e = files[p]
-        if not e.get("pickled"):
-            e["pickled"] = pickle.dumps(e["facts"], protocol=pickle.HIGHEST_PROTOCOL)
-    rec = {
-        "prev": prev,
-        "token": data["token"],
-        "hashes": {p: files[p]["hash"] for p in paths},
-        "facts": {p: files[p]["pickled"] for p in paths},
-        "results": resolver.pickled_results(resolver.last_resolved),
-    }
-    payload = pickle.dumps(rec, protocol=pickle.HIGHEST_PROTOCOL)
-    with open(journal, "ab") as fh:
-        fh.write(len(payload).to_bytes(8, "little") + payload)
-    return True
-
-
 def _write_json(path: Path, data: Any) -> None:
     # orjson: the same bytes as json.dumps(separators=(",", ":"), ensure_ascii=False),
     # ~12x faster (Django's 50 MB graph: 0.05 s instead of 0.64 s).
-    _write_atomic(path, orjson.dumps(data))
-
-
-def _write_atomic(path: Path, payload: bytes | list[bytes]) -> None:
-    """Write atomically (the bytes, or chunks in turn): a temp file in the same
-    directory, then ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o600)  # the graph names every definition: private, like the index
-        with os.fdopen(fd, "wb") as fh:
-            if isinstance(payload, bytes):
-                fh.write(payload)
-            else:
-                fh.writelines(payload)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    facts_cache.write_atomic(path, orjson.dumps(data))
 
 
 __all__ = ["graph_path", "read_header", "to_node_link", "update_graph", "update_graph_in"]

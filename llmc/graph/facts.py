@@ -1,20 +1,20 @@
 """One file's graph facts from the text the indexer read, where it chunks it.
 
-The chunk workers (``llmc.index.chunk_pool``) call :func:`pickled_facts` with the spans they
+The chunk workers (``llmc.index.chunk_pool``) call :func:`encoded_facts` with the spans they
 cut and the tree-sitter parse the chunker made, so a file is read and parsed once for both
-its spans and its graph facts, on every core; the indexer hands the pickles to
-``update_graph``, which only merges them (and keeps the bytes as its cache entries) and
-resolves. ``update_graph`` reads a file from disk itself only when no worker saw it (a
+its spans and its graph facts, on every core; the indexer hands the JSON bytes
+(:mod:`llmc.graph.codec`, data only) to ``update_graph``, which checks and decodes them
+(and keeps the bytes as its cache entries) and resolves. ``update_graph`` reads a file from disk itself only when no worker saw it (a
 rebuild, ``llmc graph``); both ways end in :func:`with_span_defs`, so both give the same
 facts for the same text.
 """
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from llmc.graph.codec import encode_facts
 from llmc.graph.extract import extract_file
 from llmc.graph.model import Def, FileFacts
 
@@ -52,7 +52,7 @@ def span_rows(spans: Iterable[Span]) -> list[SpanRow]:
     return [(None, s.kind, s.qualname, s.symbol, s.start_line, s.end_line, s.part) for s in spans]
 
 
-def pickled_facts(
+def encoded_facts(
     path: str,
     text: str,
     lang: str | None,
@@ -60,10 +60,10 @@ def pickled_facts(
     spans: list[Span],
     trees: Mapping[str, Any] | None = None,
 ) -> bytes:
-    """The pickled :class:`FileFacts` of a file the indexer just chunked into ``spans``
+    """The :class:`FileFacts` of a file the indexer just chunked into ``spans``, as JSON
     (``trees``: the chunker's parse of ``text``, by grammar name)."""
     f = with_span_defs(extract_file(path, text, lang, category, trees), span_rows(spans))
-    return pickle.dumps(f, protocol=pickle.HIGHEST_PROTOCOL)
+    return encode_facts(f)
 
 
-__all__ = ["SpanRow", "pickled_facts", "span_defs", "span_rows", "with_span_defs"]
+__all__ = ["SpanRow", "encoded_facts", "span_defs", "span_rows", "with_span_defs"]

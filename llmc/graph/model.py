@@ -14,9 +14,9 @@ from typing import Any
 
 SCHEMA = "llmc.rag_graph"
 SCHEMA_VERSION = 1
-FACTS_VERSION = 6  # 6: each file's facts pickled on their own
+FACTS_VERSION = 7  # 7: JSON Lines, one line per file (6 was a pickle: never read)
 GRAPH_FILE = "rag_graph.json"
-FACTS_FILE = "graph_facts.pickle"
+FACTS_FILE = "graph_facts.jsonl"
 
 # Edge types.
 DEFINES = "defines"  # file -> top-level def, class -> method, doc file -> section

@@ -16,11 +16,11 @@ affect and keep the recorded edges of the rest (:mod:`llmc.graph.incremental`).
 from __future__ import annotations
 
 import logging
-import pickle
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from llmc.graph.codec import encode_result
 from llmc.graph.edges import EdgeSink, EdgeTable
 from llmc.graph.incremental import PHASES, STATE_VERSION, FileResult, ResolutionState
 from llmc.graph.langs import COMMON_METHODS, SPECS, LangSpec, spec_for
@@ -89,7 +89,7 @@ class Resolver(Lookup):
         build_tables(self)
         self.table.nodes = self.nodes
         self.results: dict[str, FileResult] = {}
-        self._pickled: dict[str, bytes] = {}  # path -> its results, pickled
+        self.encoded: dict[str, bytes] = {}  # path -> its results as JSON (the facts cache)
         self.files_resolved = 0
         self.edge_patch: EdgePatch | None = None  # kept resolvers: see ``update``
         self.facts_changed: set[str] = set()  # files whose facts the last update replaced
@@ -108,23 +108,18 @@ class Resolver(Lookup):
         """What the next run needs to reuse this one's per-file results."""
         return ResolutionState(STATE_VERSION, self.name_fallback, self.signature, self.results)
 
-    def pickled_results(self, paths) -> dict[str, bytes]:
-        """These files' results, pickled (once per resolution of the file, then kept)."""
-        blobs = self._pickled
+    def encoded_results(self, paths, prune: bool = False) -> dict[str, bytes]:
+        """These files' results as JSON (encoded once per resolution of the file, then
+        kept); with ``prune``, the encodings of files no longer resolved are dropped."""
+        blobs = self.encoded
+        results = self.results
         for path in paths:
             if path not in blobs:
-                blobs[path] = pickle.dumps(self.results[path], protocol=pickle.HIGHEST_PROTOCOL)
-        return {p: blobs[p] for p in paths}
-
-    def pickled_state(self) -> bytes:
-        """:attr:`state` pickled for the facts cache, each file's results on their own."""
-        blobs = self._pickled
-        self.pickled_results(self.results)
-        if len(blobs) != len(self.results):
-            for path in set(blobs) - set(self.results):
+                blobs[path] = encode_result(results[path])
+        if prune and len(blobs) != len(results):
+            for path in set(blobs) - set(results):
                 del blobs[path]
-        state = (STATE_VERSION, self.name_fallback, self.signature, blobs)
-        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        return {p: blobs[p] for p in paths}
 
     def reusable(self, state: ResolutionState | None, name_fallback: bool) -> bool:
         """Whether ``state`` (this resolver's own, or one read back) was resolved under the
@@ -164,7 +159,7 @@ class Resolver(Lookup):
         self.files_resolved = len(new)
         self.last_resolved = set(new)
         for p in new:
-            self._pickled.pop(p, None)
+            self.encoded.pop(p, None)
         if not keep_edges:
             self.results.update(new)
             nodes, _, counts = self._merge(self.results)

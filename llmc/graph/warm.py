@@ -1,8 +1,8 @@
 """The graph build's state kept in memory between updates, in a process that asks for it.
 
 An update needs the previous run's facts and per-file resolution. Read from
-``.llmc/graph_facts.pickle`` and ``rag_graph.json`` they cost about a second on Django
-(~3.5k files: unpickling ~100k records, decoding a 50 MB header). The daemon reindexes on
+``.llmc/graph_facts.jsonl`` and ``rag_graph.json`` they cost about a second on Django
+(~3.5k files: decoding ~100k records, decoding a 50 MB header). The daemon reindexes on
 every change, so it calls :func:`enable` and keeps them: each update leaves its header,
 facts and resolver here (tables, per-file results, merged edges, memoised lookups, the
 JSON in encoded pieces), and the next one patches them (:mod:`llmc.graph.patch`) instead
@@ -35,7 +35,7 @@ _MAX_REPOSITORIES = 2  # a daemon serves one; tests and tools may alternate betw
 @dataclass
 class WarmGraph:
     """What the last update in this process wrote: the graph header, the facts cache
-    (``{"token", "files": {path: {"hash", "facts", "pickled"}}}``, facts unpickled) and the
+    (``{"token", "files": {path: {"hash", "facts", "raw"}}}``, facts decoded) and the
     resolver (its tables, per-file results and merged edges, patched by the next update:
     :mod:`llmc.graph.patch`), the graph JSON in encoded pieces and each file's span → node
     map, with the stamps of the files it wrote them to (the graph, the facts cache and the

@@ -46,7 +46,7 @@ TASKS_PER_SEND = 8
 # costs a few MB more until the cycles are found.
 WORKER_GC_THRESHOLD = (20_000, 20, 20)
 
-# (lang, category, spans, their lexical fields or None, the pickled graph facts or None)
+# (lang, category, spans, their lexical fields or None, the graph facts as JSON or None)
 # of a file, or the error chunking it raised, as a string.
 Chunked = tuple[str | None, str | None, list["Span"], list["Fields"] | None, bytes | None] | str
 
@@ -61,7 +61,7 @@ def chunk_one(
 ) -> Chunked:
     """A file's language, category and spans (and with ``fields``, each span's lexical
     fields: tokenizing is the other per-span cost before search; with ``graph``, its
-    pickled graph facts, from the chunker's own parse); the error's text when chunking
+    graph facts as JSON bytes, from the chunker's own parse); the error's text when chunking
     fails. Without ``parse`` (the file crashed a parser before), line windows and, for
     the graph, facts that say so (the graph must not parse it either)."""
     from llmc.index.chunk import chunk_file
@@ -99,43 +99,47 @@ def _tags_walk(rel: str, lang: str | None, category: str | None):
 
 
 def _graph_facts(rel: str, text: str, lang, category, spans, trees) -> bytes | None:
-    """The pickled graph facts; None (the graph then reads the file itself) on failure."""
+    """The graph facts as JSON; None (the graph then reads the file itself) on failure."""
     try:
-        from llmc.graph.facts import pickled_facts
+        from llmc.graph.facts import encoded_facts
 
-        return pickled_facts(rel, text, lang, category, spans, trees)
+        return encoded_facts(rel, text, lang, category, spans, trees)
     except Exception as e:  # noqa: BLE001 - the graph is derived; the spans stand
         log.debug("graph facts of %s failed: %s", rel, e, exc_info=True)
         return None
 
 
 def _unparsed_facts(rel: str, lang: str | None, category: str | None) -> bytes:
-    import pickle
-
+    from llmc.graph.codec import encode_facts
     from llmc.graph.model import FileFacts
 
     cat = "doc" if category == "doc" else "code"
     facts = FileFacts(rel, lang or "", cat, error="extract: skipped, it crashed a parser")
-    return pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL)
+    return encode_facts(facts)
 
 
 def kills_its_parser(rel: str, text: str, index_cfg: IndexConfig) -> bool:
     """Chunk ``rel`` alone in a child process: True when that process dies of a signal
-    (a crash in native code), False when it finishes or fails in Python."""
-    import pickle
+    (a crash in native code), False when it finishes or fails in Python. The child gets
+    ``[rel, text, config]`` as JSON on stdin."""
+    import dataclasses
+    import json
     import subprocess
     import sys
 
     code = (
-        "import pickle, sys\n"
+        "import json, sys\n"
+        "from llmc.config import IndexConfig\n"
         "from llmc.index.chunk_pool import chunk_one\n"
-        "rel, text, cfg = pickle.loads(sys.stdin.buffer.read())\n"
-        "chunk_one(rel, text, cfg, graph=True)\n"
+        "rel, text, cfg = json.loads(sys.stdin.buffer.read())\n"
+        "chunk_one(rel, text, IndexConfig(**cfg), graph=True)\n"
     )
+    # The standard json: it carries any str (lone surrogates too, as escapes).
+    payload = json.dumps([rel, text, dataclasses.asdict(index_cfg)]).encode()
     try:
         proc = subprocess.run(
             [sys.executable, "-c", code],
-            input=pickle.dumps((rel, text, index_cfg)),
+            input=payload,
             capture_output=True,
             timeout=300,
         )

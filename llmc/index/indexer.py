@@ -68,7 +68,7 @@ class _Parsed:
     content_hash: str
     spans: list[Span]
     fields: list[Fields] | None = None  # the spans' lexical fields, when workers made them
-    facts: bytes | None = None  # its pickled graph facts, when workers extracted them
+    facts: bytes | None = None  # its graph facts as JSON, when workers extracted them
 
 
 @dataclass

@@ -210,7 +210,7 @@ def test_a_failed_write_leaves_the_old_graph(tmp_path, filler, monkeypatch):
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(build.os, "replace", boom)  # every temp file is written, none lands
+    monkeypatch.setattr("os.replace", boom)  # every temp file is written, none lands
     with pytest.raises(OSError):
         update_graph(root, f.store, [], [], f.bump())
     assert (root / ".llmc" / GRAPH_FILE).read_bytes() == before
@@ -467,7 +467,7 @@ def test_random_edit_sequences_keep_incremental_equal_to_full(tmp_path, filler, 
 
 
 def _worker_facts(root, paths):
-    """The pickled facts the indexer's chunk workers hand to ``update_graph``."""
+    """The facts (JSON) the indexer's chunk workers hand to ``update_graph``."""
     from llmc.config import IndexConfig
     from llmc.index.chunk_pool import chunk_one
 
@@ -535,8 +535,8 @@ def test_worker_facts_mean_no_file_is_read_again(tmp_path, filler, monkeypatch):
     monkeypatch.setattr(build, "extract_file", lambda p, *a: parsed.append(p) or real(p, *a))
     update_graph(root, f.store, changed, [], f.bump(), facts=given)
     assert parsed == []
-    # a pickle that does not load is no loss: that file is read and parsed instead
-    given = {"shop/util.py": b"not a pickle"}
+    # facts that do not decode are no loss: that file is read and parsed instead
+    given = {"shop/util.py": b"not json"}
     update_graph(root, f.store, ["shop/util.py"], [], f.bump(), facts=given)
     assert parsed == ["shop/util.py"]
 

@@ -384,9 +384,8 @@ def test_tags_matches_from_the_chunkers_walk_equal_a_walk_of_their_own():
     (``tags_walk``): the spans and the facts are the same as with every query walking the
     tree on its own, for every language with a tags query (the graph fixtures), and the
     shared walk is really taken."""
-    import pickle
-
     from llmc.config import IndexConfig
+    from llmc.graph.codec import decode_facts
     from llmc.graph.extract import tags_walk
     from llmc.graph.facts import span_rows, with_span_defs
     from llmc.index.chunk import chunk_file
@@ -408,7 +407,7 @@ def test_tags_matches_from_the_chunkers_walk_equal_a_walk_of_their_own():
             alone = chunk_file(rel, text, lang, category, cfg)
             assert spans == alone, rel
             own = with_span_defs(extract_file(rel, text, lang, category), span_rows(alone))
-            assert pickle.loads(facts) == own, rel
+            assert decode_facts(facts, rel) == own, rel
             also = tags_walk(rel, lang, category)
             if also is not None and lang is not None:
                 trees: dict = {}

@@ -18,6 +18,8 @@ from graph_helpers import filler_factory, touch_later
 from test_graph_warm import _body, _full_build_elsewhere
 
 from llmc.graph import update_graph, warm
+from llmc.graph.cache import JOURNAL
+from llmc.graph.model import FACTS_FILE
 
 filler = pytest.fixture(name="filler")(filler_factory)
 
@@ -235,8 +237,8 @@ def test_a_kept_update_appends_a_delta_that_a_fresh_process_replays(tmp_path, fi
     warm.enable()
     try:
         root, rng, f = _polyglot(tmp_path, filler, 7)
-        facts = root / ".llmc" / "graph_facts.pickle"
-        journal = root / ".llmc" / "graph_facts.journal"
+        facts = root / ".llmc" / FACTS_FILE
+        journal = root / ".llmc" / JOURNAL
         base = facts.read_bytes()  # written whole by the first build
         for _ in range(3):
             _step(root, rng, f)
@@ -256,7 +258,7 @@ def test_a_torn_journal_makes_the_cache_stale_never_wrong(tmp_path, filler):
         root, rng, f = _polyglot(tmp_path, filler, 8)
         for _ in range(3):
             _step(root, rng, f)
-        journal = root / ".llmc" / "graph_facts.journal"
+        journal = root / ".llmc" / JOURNAL
         raw = journal.read_bytes()
         journal.write_bytes(raw[:-7])  # killed while appending the last delta
     finally:

@@ -33,13 +33,13 @@ def warm_on():
 def disk_reads(monkeypatch):
     """How many times an update read the facts cache from disk."""
     reads = []
-    real = build._load_facts_cache
+    real = build.facts_cache.load
 
     def counting(path):
         reads.append(path)
         return real(path)
 
-    monkeypatch.setattr(build, "_load_facts_cache", counting)
+    monkeypatch.setattr(build.facts_cache, "load", counting)
     return reads
 
 

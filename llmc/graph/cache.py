@@ -1,0 +1,298 @@
+"""The graph's facts cache, ``.llmc/graph_facts.jsonl``: each file's facts and resolution.
+
+JSON Lines, written whole and atomically by :func:`write`:
+
+* line 1, the header: ``{"version", "token", "files": {path: content hash}, "state"}``
+  (``state``: what the per-file results were resolved under, or null);
+* ``["f", path, facts]`` per file (:meth:`FileFacts.to_json`);
+* ``["r", path, result]`` per resolved file (:func:`llmc.graph.codec.result_to_data`).
+
+A no-op update reads the header only; the other lines are decoded when something must be
+resolved (:func:`load_facts`, :func:`load_state`). Each file's line is kept as bytes with
+its entry (``"raw"``), so a rewrite encodes only what changed. The daemon's kept updates
+append deltas to ``graph_facts.journal.jsonl`` instead, one JSON line each
+(:func:`append_delta`), replayed on the next read while each follows the token reached.
+
+Everything read is checked (:mod:`llmc.graph.codec`): a line or record of the wrong shape
+or types, a foreign version or a torn journal is a cache miss for what it held. A cache of
+an older llmc (``graph_facts.pickle``: never read) is deleted when found.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from llmc.graph.codec import (
+    encode_facts,
+    facts_from_data,
+    result_from_data,
+    signature_from_data,
+)
+from llmc.graph.incremental import STATE_VERSION, FileResult, ResolutionState
+from llmc.graph.model import FACTS_VERSION
+
+if TYPE_CHECKING:
+    from llmc.graph.resolve import Resolver
+
+log = logging.getLogger(__name__)
+
+JOURNAL = "graph_facts.journal.jsonl"  # deltas appended to the cache by kept updates
+JOURNAL_MAX = 32 * 2**20  # bytes; past this the cache is written whole again
+# Caches of older versions, deleted unread (pickles can run code when loaded).
+LEGACY = ("graph_facts.pickle", "graph_facts.journal", "graph_facts.json")
+
+
+def journal(facts_file: Path) -> Path:
+    return facts_file.with_name(JOURNAL)
+
+
+def remove_legacy(llmc_dir: Path) -> None:
+    for name in LEGACY:
+        try:
+            (llmc_dir / name).unlink()
+        except OSError:
+            pass
+
+
+def load(path: Path) -> dict[str, Any]:
+    """The cache's header and journal as ``{"version", "token", "files": {path: {"hash"}},
+    "state", "body"}`` (``body``: the undecoded lines after the header); {} when missing,
+    unreadable, foreign or of another version. Derived data: anything unreadable means
+    re-extracting."""
+    remove_legacy(path.parent)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        log.debug("graph facts cache unreadable (%s); re-extracting everything", e)
+        return {}
+    end = raw.find(b"\n")
+    try:
+        head = orjson.loads(raw[: end if end >= 0 else len(raw)])
+    except ValueError as e:  # orjson.JSONDecodeError is a ValueError
+        log.debug("graph facts cache unreadable (%s); re-extracting everything", e)
+        return {}
+    if type(head) is not dict or head.get("version") != FACTS_VERSION:
+        return {}
+    token, files = head.get("token"), head.get("files")
+    if type(token) is not str or not token or type(files) is not dict:
+        return {}
+    if not all(type(h) is str for h in files.values()):
+        return {}
+    data = {
+        "version": FACTS_VERSION,
+        "token": token,
+        "files": {p: {"hash": h} for p, h in files.items()},
+        "state": head.get("state"),
+        "body": raw[end + 1 :] if end >= 0 else b"",
+    }
+    _replay_journal(data, journal(path))
+    return data
+
+
+def _replay_journal(data: dict[str, Any], path: Path) -> None:
+    """Apply the deltas appended after the cache was written (see :func:`append_delta`),
+    each only if it follows the token reached so far; a torn, malformed or foreign record
+    ends the replay (the graph's token then tells the cache is stale)."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return
+    facts: dict[str, Any] = {}
+    results: dict[str, Any] = {}
+    for line in raw.split(b"\n")[:-1]:  # the last piece: "" or a torn record
+        try:
+            rec = orjson.loads(line)
+        except ValueError:
+            break
+        if type(rec) is not dict or rec.get("prev") != data["token"]:
+            break
+        token, hashes = rec.get("token"), rec.get("hashes")
+        new_facts, new_results = rec.get("facts"), rec.get("results")
+        if type(token) is not str or not token:
+            break
+        if not all(type(d) is dict for d in (hashes, new_facts, new_results)):
+            break
+        if not all(type(h) is str for h in hashes.values()):
+            break
+        data["token"] = token
+        for p, digest in hashes.items():
+            data["files"][p] = {"hash": digest}
+        facts.update(new_facts)
+        results.update(new_results)
+    data["facts_delta"], data["results_delta"] = facts, results
+
+
+def load_facts(cache: dict[str, Any]) -> None:
+    """Decode the facts into the cache's entries (``"facts"``: a FileFacts, or None when
+    its line is missing or malformed; ``"raw"``: that line's facts JSON, to write again
+    as is), only when something must be resolved: a no-op update compares hashes and never
+    pays for building ~100k small records. Keeps the result lines for :func:`load_state`."""
+    body = cache.pop("body", None)
+    if body is None:
+        return
+    facts: dict[str, tuple[Any, bytes | None]] = {}
+    results: dict[str, tuple[Any, bytes | None]] = {}
+    for line in body.split(b"\n"):
+        if not line:
+            continue
+        try:
+            rec = orjson.loads(line)
+        except ValueError:
+            continue  # that file's facts are missing: it is extracted again
+        if type(rec) is not list or len(rec) != 3 or type(rec[1]) is not str:
+            continue
+        kind, path, value = rec
+        into = facts if kind == "f" else results if kind == "r" else None
+        if into is None:
+            continue
+        prefix = b'["' + kind.encode() + b'",' + orjson.dumps(path) + b","
+        raw = line[len(prefix) : -1] if line.startswith(prefix) and line[-1:] == b"]" else None
+        into[path] = (value, raw)
+    for path, value in (cache.pop("facts_delta", None) or {}).items():
+        facts[path] = (value, None)
+    for path, entry in cache.get("files", {}).items():
+        value, raw = facts.get(path, (None, None))
+        entry["facts"] = facts_from_data(value, path) if value is not None else None
+        entry["raw"] = raw if entry["facts"] is not None else None
+    for path, value in (cache.pop("results_delta", None) or {}).items():
+        results[path] = (value, None)
+    cache["results"] = results
+
+
+def load_state(cache: dict[str, Any]) -> tuple[ResolutionState, dict[str, bytes]] | None:
+    """The previous run's per-file resolution and each file's result line as kept bytes
+    (None: resolve every file)."""
+    state, lines = cache.pop("state", None), cache.pop("results", None)
+    if type(state) is not dict or not lines:
+        return None
+    version, name_fallback = state.get("version"), state.get("name_fallback")
+    signature = signature_from_data(state.get("signature"))
+    if version != STATE_VERSION or type(name_fallback) is not bool or signature is None:
+        return None
+    files: dict[str, FileResult] = {}
+    raws: dict[str, bytes] = {}
+    for path, (value, raw) in lines.items():
+        res = result_from_data(value)
+        if res is None:
+            log.debug("graph resolution cache of %s malformed; resolving every file", path)
+            return None
+        files[path] = res
+        if raw is not None:
+            raws[path] = raw
+    return ResolutionState(version, name_fallback, signature, files), raws
+
+
+def write(path: Path, data: dict[str, Any], resolver: Resolver | None = None) -> None:
+    """Write the cache whole: the header, each file's facts line (its kept bytes, or
+    encoded now) and, with ``resolver``, each file's result line (its kept bytes: a file's
+    result is encoded once per resolution of the file)."""
+    files = data["files"]
+    for e in files.values():
+        if not e.get("raw"):  # kept for the next write (see llmc.graph.warm)
+            e["raw"] = encode_facts(e["facts"])
+    state = None
+    results: dict[str, bytes] = {}
+    if resolver is not None:
+        results = resolver.encoded_results(resolver.results, prune=True)
+        state = {
+            "version": STATE_VERSION,
+            "name_fallback": resolver.name_fallback,
+            "signature": resolver.signature,
+        }
+    head = {
+        "version": data["version"],
+        "token": data["token"],
+        "files": {p: e["hash"] for p, e in files.items()},
+        "state": state,
+    }
+    chunks = [orjson.dumps(head), b"\n"]
+    for p, e in files.items():
+        chunks += (b'["f",', orjson.dumps(p), b",", e["raw"], b"]\n")
+    for p, raw in results.items():
+        chunks += (b'["r",', orjson.dumps(p), b",", raw, b"]\n")
+    write_atomic(path, chunks)
+    for stale in (journal(path),):
+        try:
+            stale.unlink()
+        except OSError:
+            pass
+    remove_legacy(path.parent)
+
+
+def append_delta(
+    path: Path, prev: str, data: dict[str, Any], paths: set[str], resolver: Resolver
+) -> bool:
+    """Append what changed since the cache (token ``prev``) to its journal: the hashes and
+    facts of ``paths``, the results of the files resolved again, the new token. O(edit)
+    instead of rewriting the whole cache; False (nothing written) when the journal has
+    grown past ``JOURNAL_MAX`` bytes and the cache should be written whole instead."""
+    jpath = journal(path)
+    try:
+        size = jpath.stat().st_size
+    except OSError:
+        size = 0
+    if size > JOURNAL_MAX:
+        return False
+    files = data["files"]
+    for p in paths:
+        e = files[p]
+        if not e.get("raw"):
+            e["raw"] = encode_facts(e["facts"])
+    results = resolver.encoded_results(resolver.last_resolved)
+    line = [
+        b'{"prev":',
+        orjson.dumps(prev),
+        b',"token":',
+        orjson.dumps(data["token"]),
+        b',"hashes":',
+        orjson.dumps({p: files[p]["hash"] for p in paths}),
+        b',"facts":{',
+        b",".join(orjson.dumps(p) + b":" + files[p]["raw"] for p in paths),
+        b'},"results":{',
+        b",".join(orjson.dumps(p) + b":" + raw for p, raw in results.items()),
+        b"}}\n",
+    ]
+    with open(jpath, "ab") as fh:
+        fh.write(b"".join(line))
+    return True
+
+
+def write_atomic(path: Path, payload: bytes | list[bytes]) -> None:
+    """Write atomically (the bytes, or chunks in turn): a temp file in the same
+    directory, then ``os.replace``."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            if isinstance(payload, bytes):
+                fh.write(payload)
+            else:
+                fh.writelines(payload)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+__all__ = [
+    "JOURNAL",
+    "append_delta",
+    "journal",
+    "load",
+    "load_facts",
+    "load_state",
+    "remove_legacy",
+    "write",
+    "write_atomic",
+]
