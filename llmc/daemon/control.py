@@ -84,7 +84,8 @@ def start(root: Path, cfg: Config, args: Sequence[str] = ()) -> StartResult:
     ensure_state_dir(root)
     log = log_path(root)
     _rotate(log)
-    with open(log, "ab") as out:
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "ab") as out:  # the log quotes file names and queries: private
         proc = subprocess.Popen(
             [sys.executable, "-m", "llmc", "daemon", "run", "--repo", str(root), *args],
             cwd=root,

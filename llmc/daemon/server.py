@@ -48,7 +48,7 @@ from llmc.daemon.pidfile import (
     write_private,
 )
 from llmc.errors import AlreadyRunning, ApiError, LlmcError
-from llmc.paths import ensure_state_dir
+from llmc.paths import ensure_state_dir, private_umask
 
 log = logging.getLogger(__name__)
 
@@ -379,8 +379,10 @@ def run_daemon(root: Path, cfg: Config) -> None:
     signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
     previous = {s: signal.signal(s, on_signal) for s in signals}
     try:
-        daemon.start()
-        daemon.serve()
+        # The daemon writes only llmc's state (the index it refreshes, logs): 0600 / 0700.
+        with private_umask():
+            daemon.start()
+            daemon.serve()
     finally:
         daemon.stop()
         for s, handler in previous.items():

@@ -369,3 +369,20 @@ def test_a_hooks_directory_that_is_a_file_is_one_line(tmp_path, daemon_env):
     assert out.stderr.strip().splitlines() == [
         f"Error: cannot install hooks: {hooks}: File exists"
     ], out.stderr
+
+
+def test_the_daemons_state_is_private(shared_daemon):
+    """Everything the daemon wrote under .llmc/ (index, log, token, pid) is 0600 in 0700."""
+    import os
+    import stat
+
+    shared_daemon.search("session store")
+    state = shared_daemon.root / ".llmc"
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    loose = []
+    for dirpath, dirnames, filenames in os.walk(state):
+        for name in dirnames + filenames:
+            st = os.lstat(os.path.join(dirpath, name))
+            if not stat.S_ISSOCK(st.st_mode) and st.st_mode & 0o077:
+                loose.append((name, oct(st.st_mode)))
+    assert loose == []
