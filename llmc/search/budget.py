@@ -256,9 +256,15 @@ class Budget:
         self.costs = costs
         self.device = device
         self.once = once
+        self._paid_once = 0.0
+
+    def paid_once(self, ms: float) -> None:
+        """A stage paid ``ms`` for something a process does once (resolving the LLM
+        provider): not spent from this query's budget."""
+        self._paid_once += max(0.0, ms)
 
     def left_ms(self) -> float:
-        spent = (time.perf_counter() - self.started) * 1000
+        spent = (time.perf_counter() - self.started) * 1000 - self._paid_once
         if self.once is not None:
             spent -= self.once()
         return self.limit_ms - max(0.0, spent)

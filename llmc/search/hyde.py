@@ -199,8 +199,20 @@ class HydeStage:
         if self._llm is None:
             from llmc.models.llm import get_llm
 
-            self._llm = get_llm(self.cfg.llm)
+            started = time.perf_counter()
+            self._llm = get_llm(self.cfg.llm)  # resolving `auto` probes: once a process
+            if self.budget is not None:
+                self.budget.paid_once(_ms(started))
         return self._llm
+
+    def warm(self, store: Store) -> None:
+        """Resolve the LLM provider and profile the corpus now, not in the first vague
+        query (``Searcher.warm``); no model is loaded."""
+        try:
+            self._get_llm()
+        except LlmcError:
+            pass  # the first query says why, once
+        self._profile(store)
 
     def _hypotheses(
         self, query: str, decision: RouteDecision, corpus: Corpus

@@ -119,6 +119,9 @@ class Searcher:
                             retrieve.embed_query(embedder, "warm up")
                         self.sources.vector_matrix(category)  # the vectors, in memory
                 self._threads.rescan()
+            hyde = self._hyde()
+            if hyde is not None:  # HyDE's LLM provider resolved (not loaded) and its corpus
+                hyde.warm(self.sources.store)
             if self._rerank_fits():  # the cross-encoder too (a missing one warns per query)
                 from llmc.models.reranker import reranker_from_config
 

@@ -125,6 +125,10 @@ def test_a_stage_runs_when_asked_for_or_when_it_fits() -> None:
     assert Budget(0, time.perf_counter(), CostModel(None)).allow("x", 1e9, False).run
     spent = Budget(150, time.perf_counter() - 1.0, CostModel(None))  # a second already gone
     assert "budget 0 ms left of 150 ms" in spent.allow("rerank", 1.0, False).note
+    spent.paid_once(1000.0)  # ... on what a process pays once (an LLM provider's probe)
+    assert spent.left_ms() > 100 and spent.allow("rerank", 1.0, False).run
+    once = Budget(150, time.perf_counter() - 1.0, CostModel(None), once=lambda: 1000.0)
+    assert once.left_ms() > 100
 
 
 def test_explicit_means_set_by_the_user_on() -> None:
