@@ -6,7 +6,10 @@ saw the file; the rest come from ``.llmc/graph_facts.jsonl``, a cache of each fi
 facts keyed by its content hash in the store, see :mod:`llmc.graph.cache`) →
 cross-file resolution (only of the files a change can affect, see
 :mod:`llmc.graph.incremental`; the other files' edges come from the same cache) →
-node ↔ span mapping → node-link JSON written atomically.
+node ↔ span mapping (:mod:`llmc.graph.spanmap`) → node-link JSON written atomically
+(:mod:`llmc.graph.output`). This module only orders the steps: which files to extract,
+which resolver to reuse (the daemon's kept one, one rebuilt from the cache, or none), what
+to write.
 
 The store is the source of truth: a missing, corrupt or stale graph or cache is rebuilt
 from ``store.files()``, and every cached entry is checked against the store's content hash,
@@ -25,10 +28,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from llmc.graph import cache as facts_cache
-from llmc.graph import warm
+from llmc.graph import spanmap, warm
+from llmc.graph.atomic import write_atomic
 from llmc.graph.codec import decode_facts
 from llmc.graph.extract import extract_file
 from llmc.graph.facts import with_span_defs
@@ -36,17 +38,22 @@ from llmc.graph.langs import is_doc, spec_for
 from llmc.graph.model import (
     FACTS_FILE,
     FACTS_VERSION,
-    FILE,
     GRAPH_FILE,
-    SCHEMA,
-    SCHEMA_VERSION,
-    UNRESOLVED,
     FileFacts,
     GraphStats,
-    node_id,
 )
 from llmc.graph.modules import ModuleIndex
-from llmc.graph.output import NodeLink, Tracked, pieces_usable
+from llmc.graph.output import (
+    NodeLink,
+    Tracked,
+    graph_attrs,
+    header_of,
+    pieces_usable,
+    read_header,
+    read_json,
+    to_node_link,
+    write_json,
+)
 from llmc.graph.resolve import Resolver
 from llmc.graph.tables import module_signature
 
@@ -61,7 +68,6 @@ log = logging.getLogger(__name__)
 RESOLVER_VERSION = 2
 _FAILURES = ("unreadable", "binary", "extract", "doc:")  # errors that lose a file's facts
 _BOM = b"\xef\xbb\xbf"  # the indexer reads text without it (``walk.read_text``)
-_SQL_PATHS = 500  # more paths than this: read every span row (SQLite's variable limit)
 
 
 def graph_path(repo_root: Path) -> Path:
@@ -80,9 +86,9 @@ def update_graph(
 ) -> GraphStats:
     """Bring the graph up to date with the store after an index run (writer lock held).
 
-    ``changed`` files take their facts (JSON, :mod:`llmc.graph.codec`) from ``facts`` (what the chunk workers
-    extracted from the text the store now holds), else are re-extracted from disk; other
-    files reuse cached facts when the store's content hash still matches; ``removed``
+    ``changed`` files take their facts (JSON, :mod:`llmc.graph.codec`) from ``facts`` (what
+    the chunk workers extracted from the text the store now holds), else are re-extracted
+    from disk; other files reuse cached facts when the store's content hash still matches; ``removed``
     files drop out. Returns what was done; ``on_written`` is called with the same as soon
     as ``rag_graph.json`` is written (the facts cache follows).
     """
@@ -166,8 +172,8 @@ def _update(
     if kept is not None:  # this process wrote both files last: its state is theirs
         previous, header, cache = None, kept.header, kept.cache
     else:
-        previous = _read_json(graph_file)
-        header = _header(previous)
+        previous = read_json(graph_file)
+        header = header_of(previous)
         cache = facts_cache.load(facts_file)
     rebuilt = (
         header is None
@@ -193,8 +199,8 @@ def _update(
         )
     )
     if unchanged and previous is None:
-        previous = _read_json(graph_file)
-        unchanged = _header(previous) is not None
+        previous = read_json(graph_file)
+        unchanged = header_of(previous) is not None
     output: NodeLink | None = None  # a kept resolver's encoded pieces, patched
     span_nodes_of: dict[str, dict[str, str]] | None = None
     resolver: Resolver | None = None
@@ -207,7 +213,7 @@ def _update(
         token = cache["token"]
         extracted = failed = resolved = 0
         reused = len(records)
-        spans_by_path = _span_rows(store)
+        spans_by_path = spanmap.read_span_rows(store)
     else:
         facts_cache.load_facts(cache)
         facts: dict[str, FileFacts] = {}
@@ -238,7 +244,7 @@ def _update(
                     log.debug("%s: graph facts from the chunk worker unreadable", path)
                 raw = None
                 if spans_by_path is None:
-                    spans_by_path = _span_rows(store)
+                    spans_by_path = spanmap.read_span_rows(store)
                 f = _extract_one(
                     repo_root, path, rec.lang, rec.category, cfg, spans_by_path.get(path)
                 )
@@ -271,7 +277,9 @@ def _update(
     if output is not None:  # a patched resolver: only the changed files' spans and pieces
         dirty = changed_set | resolver.facts_changed
         span_nodes_of = kept.span_nodes  # type: ignore[union-attr]
-        touched = _map_spans(nodes, resolver, _span_rows(store, dirty), dirty, span_nodes_of)
+        touched = spanmap.map_spans(
+            nodes, resolver, spanmap.read_span_rows(store, dirty), dirty, span_nodes_of
+        )
         output.update(
             nodes, resolver.table.edges, nodes.take() | touched, resolver.table.edges.take()
         )
@@ -279,11 +287,11 @@ def _update(
         span_nodes = {sid: nid for per in span_nodes_of.values() for sid, nid in per.items()}
     else:
         if spans_by_path is None:
-            spans_by_path = _span_rows(store)
+            spans_by_path = spanmap.read_span_rows(store)
         for n in nodes.values():
             n.pop("span_id", None)
-        _attach_spans(nodes, spans_by_path)
-        span_nodes = _span_nodes(nodes, spans_by_path)
+        spanmap.attach_spans(nodes, spans_by_path)
+        span_nodes = spanmap.span_nodes(nodes, spans_by_path)
         n_nodes, n_edges = len(nodes), len(edges)
         by_kind = dict(Counter(n["kind"] for n in nodes.values()).most_common())
         by_type = dict(Counter(t for _, _, t, _ in edges).most_common())
@@ -306,12 +314,12 @@ def _update(
     )
     meta = {"facts_token": token, "settings": settings, "span_nodes": span_nodes}
     if output is not None:
-        header = _graph_attrs(generation, stats, meta)
-        facts_cache.write_atomic(graph_file, output.render(header))
+        header = graph_attrs(generation, stats, meta)
+        write_atomic(graph_file, output.render(header))
     else:
         data = to_node_link(nodes, edges, generation, stats, meta)
         header = data["graph"]
-        _write_json(graph_file, data)
+        write_json(graph_file, data)
         del data
     if on_written is not None:
         on_written(stats)
@@ -322,12 +330,23 @@ def _update(
         if not (
             keep_edges
             and prev_token
-            and facts_cache.append_delta(facts_file, prev_token, cache, reextracted, resolver)
+            and facts_cache.append_delta(
+                facts_file,
+                prev_token,
+                cache,
+                reextracted,
+                resolver.encoded_results(resolver.last_resolved),
+            )
         ):
-            facts_cache.write(facts_file, cache, resolver)
+            facts_cache.write(
+                facts_file,
+                cache,
+                resolver.state_header(),
+                resolver.encoded_results(resolver.results, prune=True),
+            )
         if warm.enabled() and output is None and pieces_usable(records):
             output = NodeLink(nodes, resolver.table.edges)
-            span_nodes_of = _span_nodes_by_path(span_nodes, spans_by_path)
+            span_nodes_of = spanmap.span_nodes_by_path(span_nodes, spans_by_path)
             for tracked in (nodes, resolver.table.edges):  # the pieces start from here
                 if isinstance(tracked, Tracked):
                     tracked.take()
@@ -424,196 +443,6 @@ def _extract_one(
     return with_span_defs(f, spans)
 
 
-def _span_rows(store: Store, paths: set[str] | None = None) -> dict[str, list[tuple]]:
-    """path → [(span id, kind, qualname, symbol, start, end, part)], without span text;
-    of every file, or of ``paths`` only."""
-    out: dict[str, list[tuple]] = {}
-    sql = "SELECT id, path, kind, qualname, symbol, start_line, end_line, part FROM spans"
-    try:
-        if paths is not None and len(paths) <= _SQL_PATHS:
-            marks = ",".join("?" * len(paths))
-            rows = store.conn.execute(f"{sql} WHERE path IN ({marks})", sorted(paths)).fetchall()
-        else:
-            rows = store.conn.execute(sql).fetchall()
-        for sid, path, kind, qual, sym, start, end, part in rows:
-            if paths is None or path in paths:
-                out.setdefault(path, []).append((sid, kind, qual, sym, start, end, part))
-    except Exception as e:  # noqa: BLE001 - fall back to the public iterator
-        log.debug("span metadata query failed (%s); iterating spans", e)
-        for s in store.iter_spans():
-            sp = s.span
-            if paths is not None and sp.path not in paths:
-                continue
-            out.setdefault(sp.path, []).append(
-                (s.id, sp.kind, sp.qualname, sp.symbol, sp.start_line, sp.end_line, sp.part)
-            )
-    return out
-
-
-def _attach_spans(nodes: dict[str, dict[str, Any]], spans: dict[str, list[tuple]]) -> None:
-    """Give each node the id of the span that defines it (same qualname, else the
-    smallest span around its first line; a file gets its module span or first span)."""
-    by_qual: dict[str, dict[str, list[tuple]]] = {}  # path -> qualname -> its part-0 rows
-    for n in nodes.values():
-        if n["kind"] == UNRESOLVED:
-            continue
-        rows = spans.get(n["path"])
-        if not rows:
-            continue
-        if n["kind"] == FILE:
-            mod = [r for r in rows if r[1] == "module" and r[6] == 0]
-            n["span_id"] = (mod or sorted(rows, key=lambda r: (r[4], r[6])))[0][0]
-            continue
-        start, end, qual = n["start_line"], n["end_line"], n.get("qualname", "")
-        quals = by_qual.get(n["path"])
-        if quals is None:
-            quals = by_qual[n["path"]] = {}
-            for r in rows:
-                if r[6] == 0:
-                    quals.setdefault(r[2], []).append(r)
-        same = quals.get(qual)
-        if same:
-            n["span_id"] = min(same, key=lambda r: abs(r[4] - start))[0]
-            continue
-        around = [r for r in rows if r[4] <= start <= r[5]]
-        if not around:
-            continue
-        covering = [r for r in around if r[5] >= end] or around
-        n["span_id"] = min(covering, key=lambda r: (r[5] - r[4], r[6]))[0]
-
-
-def _span_nodes(nodes: dict[str, dict[str, Any]], spans: dict[str, list[tuple]]) -> dict[str, str]:
-    """Every span id → the node it belongs to: the node it defines, else (parts of a split
-    definition, module-level blocks, paragraphs) the innermost node around its first line."""
-    out: dict[str, str] = {}
-    best: dict[int, tuple[tuple, str]] = {}
-    by_path: dict[str, list[tuple[int, int, str, str]]] = {}
-    for nid, n in nodes.items():
-        if n["kind"] == UNRESOLVED:
-            continue
-        sid = n.get("span_id")
-        if sid is not None:
-            rank = (n["kind"] != FILE, n["end_line"] - n["start_line"], nid)
-            if sid not in best or rank > best[sid][0]:
-                best[sid] = (rank, nid)
-        if n["kind"] != FILE:
-            by_path.setdefault(n["path"], []).append(
-                (n["start_line"], n["end_line"], n.get("qualname", ""), nid)
-            )
-    for path, rows in spans.items():
-        defs = by_path.get(path, [])
-        for sid, _, qual, _, start, _, _ in rows:
-            if sid in best:
-                out[str(sid)] = best[sid][1]
-                continue
-            same = [d for d in defs if d[2] == qual and qual]
-            around = same or [d for d in defs if d[0] <= start <= d[1]]
-            if around:
-                out[str(sid)] = min(around, key=lambda d: d[1] - d[0])[3]
-            elif path in nodes:
-                out[str(sid)] = path
-    return out
-
-
-def _map_spans(
-    nodes: dict[str, dict[str, Any]],
-    resolver: Resolver,
-    spans: dict[str, list[tuple]],
-    paths: set[str],
-    span_nodes_of: dict[str, dict[str, str]],
-) -> set[str]:
-    """``_attach_spans`` and ``_span_nodes`` for the nodes and spans of ``paths`` only (a
-    node's span is in its own file); returns the ids of the nodes that were mapped."""
-    touched: set[str] = set()
-    for path in paths:
-        ids = [path, *(node_id(path, q) for q in resolver.defs.get(path, ()))]
-        sub = {nid: nodes[nid] for nid in ids if nid in nodes}
-        for n in sub.values():
-            n.pop("span_id", None)
-        rows = {path: spans.get(path, [])}
-        _attach_spans(sub, rows)
-        span_nodes_of[path] = _span_nodes(sub, rows)
-        touched.update(sub)
-    return touched
-
-
-def _span_nodes_by_path(
-    span_nodes: dict[str, str], spans: dict[str, list[tuple]]
-) -> dict[str, dict[str, str]]:
-    out: dict[str, dict[str, str]] = {}
-    for path, rows in spans.items():
-        per = out[path] = {}
-        for row in rows:
-            nid = span_nodes.get(str(row[0]))
-            if nid is not None:
-                per[str(row[0])] = nid
-    return out
-
-
-def _graph_attrs(generation: int, stats: GraphStats, extra: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "schema": SCHEMA,
-        "version": SCHEMA_VERSION,
-        "generation": generation,
-        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "stats": stats.to_json(),
-        **extra,
-    }
-
-
-def to_node_link(
-    nodes: dict[str, dict[str, Any]],
-    edges: list[tuple[str, str, str, dict[str, Any]]],
-    generation: int,
-    stats: GraphStats,
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """networkx node-link data (``edges="edges"``); an edge's key is its type."""
-    return {
-        "directed": True,
-        "multigraph": True,
-        "graph": _graph_attrs(generation, stats, extra or {}),
-        "nodes": [{"id": nid, **attrs} for nid, attrs in sorted(nodes.items())],
-        "edges": [
-            {"source": s, "target": d, "key": t, "type": t, **attrs}
-            for s, d, t, attrs in sorted(edges, key=_edge_key(edges))
-        ],
-    }
-
-
-def _edge_key(edges: list[tuple[str, str, str, dict[str, Any]]]) -> Callable[[tuple], Any]:
-    """The JSON's edge order, (source, type, target): as one string joined by NUL, which
-    sorts exactly as the tuple does while no part holds a NUL (paths and names never do;
-    checked) and about twice as fast (SQLAlchemy: 187k edges)."""
-    if any("\0" in s or "\0" in d or "\0" in t for s, d, t, _ in edges):
-        return lambda e: (e[0], e[2], e[1])
-    return lambda e: f"{e[0]}\0{e[2]}\0{e[1]}"
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return orjson.loads(Path(path).read_bytes())
-    except (OSError, ValueError):  # orjson.JSONDecodeError is a ValueError
-        return None
-
-
-def _header(data: Any) -> dict[str, Any] | None:
-    """The ``graph`` attributes of graph data, or None if it is not a readable llmc graph."""
-    graph = data.get("graph") if isinstance(data, dict) else None
-    if not isinstance(graph, dict) or graph.get("schema") != SCHEMA:
-        return None
-    if graph.get("version") != SCHEMA_VERSION:
-        return None
-    if not isinstance(data.get("nodes"), list) or not isinstance(data.get("edges"), list):
-        return None
-    return graph
-
-
-def read_header(path: Path) -> dict[str, Any] | None:
-    """The ``graph`` attributes of a graph file, or None if missing, corrupt or foreign."""
-    return _header(_read_json(path))
-
-
 @contextlib.contextmanager
 def _gc_paused():
     """A build makes and decodes ~100k small, acyclic records; cyclic GC passes over
@@ -625,12 +454,6 @@ def _gc_paused():
     finally:
         if enabled:
             gc.enable()
-
-
-def _write_json(path: Path, data: Any) -> None:
-    # orjson: the same bytes as json.dumps(separators=(",", ":"), ensure_ascii=False),
-    # ~12x faster (Django's 50 MB graph: 0.05 s instead of 0.64 s).
-    facts_cache.write_atomic(path, orjson.dumps(data))
 
 
 __all__ = ["graph_path", "read_header", "to_node_link", "update_graph", "update_graph_in"]

@@ -21,13 +21,12 @@ an older llmc (``graph_facts.pickle``: never read) is deleted when found.
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
+from llmc.graph.atomic import write_atomic
 from llmc.graph.codec import (
     encode_facts,
     facts_from_data,
@@ -36,9 +35,6 @@ from llmc.graph.codec import (
 )
 from llmc.graph.incremental import STATE_VERSION, FileResult, ResolutionState
 from llmc.graph.model import FACTS_VERSION
-
-if TYPE_CHECKING:
-    from llmc.graph.resolve import Resolver
 
 log = logging.getLogger(__name__)
 
@@ -190,23 +186,20 @@ def load_state(cache: dict[str, Any]) -> tuple[ResolutionState, dict[str, bytes]
     return ResolutionState(version, name_fallback, signature, files), raws
 
 
-def write(path: Path, data: dict[str, Any], resolver: Resolver | None = None) -> None:
+def write(
+    path: Path,
+    data: dict[str, Any],
+    state: dict[str, Any] | None = None,
+    results: dict[str, bytes] | None = None,
+) -> None:
     """Write the cache whole: the header, each file's facts line (its kept bytes, or
-    encoded now) and, with ``resolver``, each file's result line (its kept bytes: a file's
-    result is encoded once per resolution of the file)."""
+    encoded now) and each file's result line (``results``: each file's result as JSON,
+    encoded once per resolution of the file; ``state``: what they were resolved under,
+    ``{"version", "name_fallback", "signature"}``)."""
     files = data["files"]
     for e in files.values():
         if not e.get("raw"):  # kept for the next write (see llmc.graph.warm)
             e["raw"] = encode_facts(e["facts"])
-    state = None
-    results: dict[str, bytes] = {}
-    if resolver is not None:
-        results = resolver.encoded_results(resolver.results, prune=True)
-        state = {
-            "version": STATE_VERSION,
-            "name_fallback": resolver.name_fallback,
-            "signature": resolver.signature,
-        }
     head = {
         "version": data["version"],
         "token": data["token"],
@@ -216,22 +209,21 @@ def write(path: Path, data: dict[str, Any], resolver: Resolver | None = None) ->
     chunks = [orjson.dumps(head), b"\n"]
     for p, e in files.items():
         chunks += (b'["f",', orjson.dumps(p), b",", e["raw"], b"]\n")
-    for p, raw in results.items():
+    for p, raw in (results or {}).items():
         chunks += (b'["r",', orjson.dumps(p), b",", raw, b"]\n")
     write_atomic(path, chunks)
-    for stale in (journal(path),):
-        try:
-            stale.unlink()
-        except OSError:
-            pass
+    try:
+        journal(path).unlink()
+    except OSError:
+        pass
     remove_legacy(path.parent)
 
 
 def append_delta(
-    path: Path, prev: str, data: dict[str, Any], paths: set[str], resolver: Resolver
+    path: Path, prev: str, data: dict[str, Any], paths: set[str], results: dict[str, bytes]
 ) -> bool:
     """Append what changed since the cache (token ``prev``) to its journal: the hashes and
-    facts of ``paths``, the results of the files resolved again, the new token. O(edit)
+    facts of ``paths``, the ``results`` of the files resolved again, the new token. O(edit)
     instead of rewriting the whole cache; False (nothing written) when the journal has
     grown past ``JOURNAL_MAX`` bytes and the cache should be written whole instead."""
     jpath = journal(path)
@@ -246,7 +238,6 @@ def append_delta(
         e = files[p]
         if not e.get("raw"):
             e["raw"] = encode_facts(e["facts"])
-    results = resolver.encoded_results(resolver.last_resolved)
     line = [
         b'{"prev":',
         orjson.dumps(prev),
@@ -265,26 +256,6 @@ def append_delta(
     return True
 
 
-def write_atomic(path: Path, payload: bytes | list[bytes]) -> None:
-    """Write atomically (the bytes, or chunks in turn): a temp file in the same
-    directory, then ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o644)
-        with os.fdopen(fd, "wb") as fh:
-            if isinstance(payload, bytes):
-                fh.write(payload)
-            else:
-                fh.writelines(payload)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 __all__ = [
     "JOURNAL",
     "append_delta",
@@ -294,5 +265,4 @@ __all__ = [
     "load_state",
     "remove_legacy",
     "write",
-    "write_atomic",
 ]

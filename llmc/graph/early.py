@@ -124,7 +124,7 @@ class PendingStore:
         return self._committed().iter_spans()
 
     def _committed(self) -> Store:
-        if self._failed is not None:  # (``_span_rows`` retries through ``iter_spans``)
+        if self._failed is not None:  # (``spanmap.read_span_rows`` retries through ``iter_spans``)
             raise self._failed
         if self._store is None:
             from llmc.paths import db_path

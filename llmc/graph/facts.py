@@ -4,9 +4,9 @@ The chunk workers (``llmc.index.chunk_pool``) call :func:`encoded_facts` with th
 cut and the tree-sitter parse the chunker made, so a file is read and parsed once for both
 its spans and its graph facts, on every core; the indexer hands the JSON bytes
 (:mod:`llmc.graph.codec`, data only) to ``update_graph``, which checks and decodes them
-(and keeps the bytes as its cache entries) and resolves. ``update_graph`` reads a file from disk itself only when no worker saw it (a
-rebuild, ``llmc graph``); both ways end in :func:`with_span_defs`, so both give the same
-facts for the same text.
+(and keeps the bytes as its cache entries) and resolves. ``update_graph`` reads a file
+from disk itself only when no worker saw it (a rebuild, ``llmc graph``); both ways end in
+:func:`with_span_defs`, so both give the same facts for the same text.
 """
 
 from __future__ import annotations

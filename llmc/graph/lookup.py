@@ -27,6 +27,7 @@ from llmc.graph.model import (
     FUNC_KINDS,
     TYPE_KINDS,
     Binding,
+    Def,
     FileFacts,
     Import,
 )
@@ -34,7 +35,10 @@ from llmc.graph.model import scope_chain as chain
 from llmc.graph.target import EXT, INST, NODE, PKG, SUPER, Target, first, inside, node
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from llmc.graph.edges import EdgeTable
+    from llmc.graph.incremental import FileResult
     from llmc.graph.langs import LangSpec
     from llmc.graph.modules import ModuleIndex
     from llmc.graph.rules.base import ImportRef, LangRules
@@ -82,6 +86,15 @@ class Lookup:
     by_qual: dict[str, list[str]]
     inherit_entries: dict[str, list[tuple[str, int, str, int]]]  # path -> (owner, i, base, line)
     table: EdgeTable  # the defines edges the tables add
+    orphans: dict[str, list[tuple[str | None, Def]]]  # path -> definitions attached elsewhere
+    inherit_owners: dict[str, list[tuple[str, str, str, int]]]  # path -> (owner, scope, base, ln)
+    owner_reads: dict[str, set]  # path -> keys read to find the owners above
+    # The resolver's run (llmc.graph.resolve), which a patch (llmc.graph.patch) brings up to
+    # date: declared here, below both, so that neither imports the other for its types.
+    order: dict[str, int]  # path -> its place in the merge order
+    results: dict[str, FileResult]  # path -> its edges, counts and reads
+    facts_changed: set[str]  # files whose facts the last update replaced
+    _test_source: Callable[[str], str | None]  # node id -> the test it belongs to
 
     def __init__(self) -> None:
         self.memo = Memo()

@@ -1,7 +1,8 @@
-"""The node-link JSON of a kept graph, re-encoded piece by piece after a patch.
+"""The graph file: node-link JSON, written whole or, for a kept graph, re-encoded piece by
+piece after a patch; and its header read back.
 
-``to_node_link`` (in :mod:`llmc.graph.build`) makes the whole document: every node and
-edge as a new dict, sorted, then encoded. A process that keeps its resolver (the daemon)
+``to_node_link`` makes the whole document: every node and edge as a new dict, sorted,
+then encoded (``write_json``). A process that keeps its resolver (the daemon)
 keeps the encoded document in pieces instead, and after a one-file update encodes again
 only the pieces whose nodes or edges changed, then joins them: the same bytes as
 ``orjson.dumps(to_node_link(...))``.
@@ -16,11 +17,16 @@ with ``?``, where the kept pieces are not used (the whole document is made again
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import orjson
+
+from llmc.graph.atomic import write_atomic
+from llmc.graph.model import SCHEMA, SCHEMA_VERSION, GraphStats
 
 _HEAD = b'{"directed":true,"multigraph":true,"graph":'
 
@@ -176,4 +182,85 @@ class NodeLink:
         return out
 
 
-__all__ = ["NodeLink", "Tracked", "piece_of", "pieces_usable"]
+def graph_attrs(generation: int, stats: GraphStats, extra: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "version": SCHEMA_VERSION,
+        "generation": generation,
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "stats": stats.to_json(),
+        **extra,
+    }
+
+
+def to_node_link(
+    nodes: dict[str, dict[str, Any]],
+    edges: list[tuple[str, str, str, dict[str, Any]]],
+    generation: int,
+    stats: GraphStats,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """networkx node-link data (``edges="edges"``); an edge's key is its type."""
+    return {
+        "directed": True,
+        "multigraph": True,
+        "graph": graph_attrs(generation, stats, extra or {}),
+        "nodes": [{"id": nid, **attrs} for nid, attrs in sorted(nodes.items())],
+        "edges": [
+            {"source": s, "target": d, "key": t, "type": t, **attrs}
+            for s, d, t, attrs in sorted(edges, key=_edge_key(edges))
+        ],
+    }
+
+
+def _edge_key(edges: list[tuple[str, str, str, dict[str, Any]]]) -> Callable[[tuple], Any]:
+    """The JSON's edge order, (source, type, target): as one string joined by NUL, which
+    sorts exactly as the tuple does while no part holds a NUL (paths and names never do;
+    checked) and about twice as fast (SQLAlchemy: 187k edges)."""
+    if any("\0" in s or "\0" in d or "\0" in t for s, d, t, _ in edges):
+        return lambda e: (e[0], e[2], e[1])
+    return lambda e: f"{e[0]}\0{e[2]}\0{e[1]}"
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return orjson.loads(Path(path).read_bytes())
+    except (OSError, ValueError):  # orjson.JSONDecodeError is a ValueError
+        return None
+
+
+def header_of(data: Any) -> dict[str, Any] | None:
+    """The ``graph`` attributes of graph data, or None if it is not a readable llmc graph."""
+    graph = data.get("graph") if isinstance(data, dict) else None
+    if not isinstance(graph, dict) or graph.get("schema") != SCHEMA:
+        return None
+    if graph.get("version") != SCHEMA_VERSION:
+        return None
+    if not isinstance(data.get("nodes"), list) or not isinstance(data.get("edges"), list):
+        return None
+    return graph
+
+
+def read_header(path: Path) -> dict[str, Any] | None:
+    """The ``graph`` attributes of a graph file, or None if missing, corrupt or foreign."""
+    return header_of(read_json(path))
+
+
+def write_json(path: Path, data: Any) -> None:
+    # orjson: the same bytes as json.dumps(separators=(",", ":"), ensure_ascii=False),
+    # ~12x faster (Django's 50 MB graph: 0.05 s instead of 0.64 s).
+    write_atomic(path, orjson.dumps(data))
+
+
+__all__ = [
+    "NodeLink",
+    "Tracked",
+    "graph_attrs",
+    "header_of",
+    "piece_of",
+    "pieces_usable",
+    "read_header",
+    "read_json",
+    "to_node_link",
+    "write_json",
+]

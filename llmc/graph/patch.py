@@ -40,14 +40,14 @@ from llmc.graph.model import (
 )
 from llmc.graph.tables import _index_file, file_keys, orphan_defs, value
 
-if TYPE_CHECKING:
-    from llmc.graph.resolve import Resolver
+if TYPE_CHECKING:  # the resolver, as its base class declares it (not resolve.py: a circle)
+    from llmc.graph.lookup import Lookup
 
 log = logging.getLogger(__name__)
 _MISSING = object()
 
 
-def patch_tables(r: Resolver, new: dict[str, FileFacts]) -> set[tuple]:
+def patch_tables(r: Lookup, new: dict[str, FileFacts]) -> set[tuple]:
     """Replace the facts of the files in ``new`` (same file list) in ``r``'s tables;
     returns the keys of the table entries whose value changed."""
     old: dict[tuple, Any] = {}
@@ -114,11 +114,11 @@ def patch_tables(r: Resolver, new: dict[str, FileFacts]) -> set[tuple]:
     return keys
 
 
-def _diff(r: Resolver, old: dict[tuple, Any]) -> set[tuple]:
+def _diff(r: Lookup, old: dict[tuple, Any]) -> set[tuple]:
     return {k for k, v in old.items() if value(r, k) != v}
 
 
-def _path_order(r: Resolver) -> Any:
+def _path_order(r: Lookup) -> Any:
     order, nodes = r.order, r.nodes
     return lambda nid: order[nodes[nid]["path"]]
 
@@ -133,7 +133,7 @@ def _resort(index: dict[str, list[str]], key: str, by: Any) -> None:
     lst.sort(key=by)  # stable: a file's own entries keep their order
 
 
-def _owner_keys(r: Resolver, path: str) -> list[tuple]:
+def _owner_keys(r: Lookup, path: str) -> list[tuple]:
     """The entries a file's impl methods and bases attach to: the owners' members and
     bases, and its own inheritance entries."""
     keys: list[tuple] = [("inherits", path)]
@@ -145,7 +145,7 @@ def _owner_keys(r: Resolver, path: str) -> list[tuple]:
     return keys
 
 
-def _unindex(r: Resolver, path: str) -> set[str]:
+def _unindex(r: Lookup, path: str) -> set[str]:
     """Take ``path``'s own contributions out of the tables; the types whose members must
     be gathered again are returned (its bases go in :func:`_reattach`)."""
     f = r.facts[path]
@@ -186,7 +186,7 @@ def _unindex(r: Resolver, path: str) -> set[str]:
     return owners
 
 
-def _reattach(r: Resolver, path: str) -> tuple[set[str], set[str]]:
+def _reattach(r: Lookup, path: str) -> tuple[set[str], set[str]]:
     """Look up again the types ``path``'s impl methods and declared bases attach to.
     Returns the types whose members, and whose bases, must be gathered again."""
     owners: set[str] = set()
@@ -224,7 +224,7 @@ def _reattach(r: Resolver, path: str) -> tuple[set[str], set[str]]:
     return owners, based
 
 
-def _gather_members(r: Resolver, owners: set[str]) -> None:
+def _gather_members(r: Lookup, owners: set[str]) -> None:
     """Each type's members again: its own (in its file), then the methods attached from
     impl blocks and receivers in path order (the first one wins), as a build adds them."""
     if not owners:
@@ -254,7 +254,7 @@ def _gather_members(r: Resolver, owners: set[str]) -> None:
             r.members.pop(cid, None)
 
 
-def _gather_bases(r: Resolver, based: set[str], remember: Any) -> None:
+def _gather_bases(r: Lookup, based: set[str], remember: Any) -> None:
     """Each type's declared bases again, in path order, and the inheritance entries
     (owner, index among its bases, base, line) of every file that declares one."""
     if not based:
@@ -293,7 +293,7 @@ class EdgePatch:
     contribute to each edge (and ``?name`` node), and which ``tests`` edge each call or
     import edge feeds."""
 
-    def __init__(self, r: Resolver, results: dict[str, FileResult]) -> None:
+    def __init__(self, r: Lookup, results: dict[str, FileResult]) -> None:
         self.contrib: dict[tuple, list[str]] = {}
         self.first: dict[str, tuple] = {}  # ?name id -> (phase, file rank, path, event)
         order = r.order
@@ -317,7 +317,7 @@ class EdgePatch:
         self.fed: dict[tuple, set[tuple]] = {}  # tests edge -> the edges feeding it
         self._tests_all(r)
 
-    def _tests_all(self, r: Resolver) -> None:
+    def _tests_all(self, r: Lookup) -> None:
         self.feeds.clear()
         self.fed.clear()
         tests = _test_paths(r)
@@ -327,7 +327,7 @@ class EdgePatch:
                 self.feeds[key] = t
                 self.fed.setdefault(t, set()).add(key)
 
-    def _feed(self, r: Resolver, key: tuple, e: dict, tests: set[str]) -> tuple | None:
+    def _feed(self, r: Lookup, key: tuple, e: dict, tests: set[str]) -> tuple | None:
         """The tests edge that edge ``key`` feeds (see ``EdgeTable.add_tests``)."""
         src, dst, etype = key
         if etype not in (CALLS, IMPORTS) or e["confidence"] < BY_NAME:
@@ -346,7 +346,7 @@ class EdgePatch:
 
     def apply(
         self,
-        r: Resolver,
+        r: Lookup,
         old: dict[str, FileResult],
         new: dict[str, FileResult],
         tests_flag_changed: bool,
@@ -424,7 +424,7 @@ class EdgePatch:
         self._rebuild_tests(r, dirty)
 
     def _unresolved(
-        self, r: Resolver, uid: str, new: dict[str, FileResult], new_uids: dict[str, dict]
+        self, r: Lookup, uid: str, new: dict[str, FileResult], new_uids: dict[str, dict]
     ) -> None:
         """A ``?name`` node takes the first of its events in merge order (phase, then
         file); it goes when no file refers to it any more."""
@@ -456,7 +456,7 @@ class EdgePatch:
         if r.nodes.get(uid) != node:
             r.nodes[uid] = node
 
-    def _rebuild_tests(self, r: Resolver, dirty: set[tuple]) -> None:
+    def _rebuild_tests(self, r: Lookup, dirty: set[tuple]) -> None:
         """Merge each tests edge again from the edges feeding it: imports before calls
         (a build adds them in that order), so the ``via`` of the strongest is kept."""
         edges = r.table.edges
@@ -507,7 +507,7 @@ def _first_event(res: FileResult, uid: str) -> tuple | None:
     return None
 
 
-def _test_paths(r: Resolver) -> set[str]:
+def _test_paths(r: Lookup) -> set[str]:
     return {p for p, f in r.facts.items() if f.test or any(d.test for d in f.defs)}
 
 

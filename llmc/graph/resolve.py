@@ -121,6 +121,15 @@ class Resolver(Lookup):
                 del blobs[path]
         return {p: blobs[p] for p in paths}
 
+    def state_header(self) -> dict[str, Any]:
+        """What this resolver's results were resolved under, as the facts cache writes it
+        (the data of :attr:`state` but its per-file results)."""
+        return {
+            "version": STATE_VERSION,
+            "name_fallback": self.name_fallback,
+            "signature": self.signature,
+        }
+
     def reusable(self, state: ResolutionState | None, name_fallback: bool) -> bool:
         """Whether ``state`` (this resolver's own, or one read back) was resolved under the
         same settings and module layout as this resolver's files."""

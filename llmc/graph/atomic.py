@@ -1,0 +1,30 @@
+"""Files the graph writes, written atomically: a reader sees the old file or the new one."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_atomic(path: Path, payload: bytes | list[bytes]) -> None:
+    """Write atomically (the bytes, or chunks in turn): a temp file in the same
+    directory, then ``os.replace``."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            if isinstance(payload, bytes):
+                fh.write(payload)
+            else:
+                fh.writelines(payload)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+__all__ = ["write_atomic"]
