@@ -1,5 +1,10 @@
 """Incremental, crash-safe indexing: walk → diff by stat and hash → chunk → embed → store.
 
+This module holds the run: its order, its lock and its repairs. The phases are their own
+modules: ``walk`` (the file list), ``parse_files`` (read and chunk what changed),
+``write_files`` (the spans into SQLite), ``derived`` (the lexical index and the graph),
+``backfill`` (the vectors); ``plan`` is ``--dry-run``.
+
 Crash safety rests on the generation counter. Before its first write a run advances the
 store's generation; derived indexes (tantivy, the graph) record the generation they were
 built from once they are up to date. After a crash they disagree with the store, and the
@@ -23,16 +28,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from llmc.config import Config
 from llmc.errors import LlmcError, StoreError
 from llmc.index import derived
 from llmc.index.backfill import Backfill, Coverage, coverage
 from llmc.index.chunk import CHUNK_POLICY_KEY, chunk_policy
 from llmc.index.chunk_pool import ChunkPool
-from llmc.index.generated import SKIP_POLICY_KEY, Detector
-from llmc.index.parse_journal import JOURNAL_DIR, culprits
+from llmc.index.generated import SKIP_POLICY_KEY
+from llmc.index.parse_files import parse_files, split_by_stat
+from llmc.index.plan import plan_run
 from llmc.index.progress import (
     GuardedLock,
     Progress,
@@ -43,32 +47,17 @@ from llmc.index.progress import (
     lap,
     mark,
 )
-from llmc.index.walk import WalkedFile, read_text, secrets_mode, skip_policy, walk
+from llmc.index.walk import read_text, skip_policy, walk
+from llmc.index.write_files import record_policies, records_after, usable_spaces, write_parsed
 from llmc.paths import db_path, ensure_state_dir, lexical_path, lock_path, state_dir
-from llmc.store.db import FileRecord, Store, embed_hash, quarantine
-from llmc.store.lexical import Fields
+from llmc.store.db import Store, quarantine
 from llmc.store.sqlite import integrity_problem
-from llmc.types import CODE, DOC, IndexSummary, SkippedFile, Span, StoredSpan, text_hash
+from llmc.types import CODE, DOC, IndexSummary
 
 log = logging.getLogger(__name__)
 
 # Up to this many spans written, a run embeds them before updating the graph (_graph_after)
 GRAPH_AFTER_VECTORS_MAX_SPANS = 256
-
-DEFAULT_SPANS_PER_SECOND = 40.0  # used by --dry-run before any throughput was measured
-WRITE_BATCH_FILES = 256  # files whose cached vectors are looked up together
-CHUNK_BATCH_FILES = 512  # files read before they are chunked (in parallel when many)
-
-
-@dataclass
-class _Parsed:
-    file: WalkedFile
-    lang: str | None
-    category: str | None
-    content_hash: str
-    spans: list[Span]
-    fields: list[Fields] | None = None  # the spans' lexical fields, when workers made them
-    facts: bytes | None = None  # its graph facts as JSON, when workers extracted them
 
 
 @dataclass
@@ -280,53 +269,8 @@ class Indexer:
             store.close()
 
     def plan(self) -> IndexSummary:
-        """What a run would do, writing nothing (``--dry-run``)."""
-        started = time.perf_counter()
-        summary = IndexSummary(dry_run=True)
-        path = db_path(self.root)
-        store = Store(path, readonly=True) if path.exists() else None
-        try:
-            known = store.files() if store else {}
-            walked = walk(self.root, self.cfg.index)
-            summary.skipped = list(walked.skipped)
-            summary.files_seen = len(walked.files)
-            changed, unchanged = self._diff(walked.files, known, full=False)
-            summary.files_unchanged = len(unchanged)
-            parsed = self._parse(changed, known, summary, full=False, detector=walked.detector)
-            summary.files_indexed = len(parsed)
-            summary.files_removed = len(set(known) - {f.path for f in walked.files})
-            spans = [s for p in parsed for s in p.spans]
-            cached = set()
-            if store is not None:
-                for category in (CODE, DOC):
-                    space = store.vector_space(category)
-                    if space and space.model_id == self.model_id(category):
-                        hashes = [embed_hash(s) for s in spans if s.category == category]
-                        cached |= set(store.cached_vectors(space.model_id, hashes))
-            todo = [s for s in spans if embed_hash(s) not in cached]
-            backlog = 0  # spans of unchanged files a backfill has yet to embed
-            if store is not None:
-                changed_paths = {p.file.path for p in parsed}
-                stale = [i for c in (CODE, DOC) for i in store.missing_vectors(c)]
-                owners = store.paths_by_ids(stale)
-                backlog = sum(1 for i in stale if owners.get(i) not in changed_paths)
-            rate = float(
-                (store.get_meta("throughput.spans_per_s") if store else None)
-                or DEFAULT_SPANS_PER_SECOND
-            )
-            summary.estimated_spans = len(spans)
-            summary.embed_cached = len(spans) - len(todo)
-            summary.estimated_embed_seconds = (len(todo) + backlog) / max(rate, 1e-6)
-            for p in parsed:
-                lang = p.lang or "text"
-                summary.files_by_lang[lang] = summary.files_by_lang.get(lang, 0) + 1
-                for s in p.spans:
-                    summary.spans_by_kind[s.kind] = summary.spans_by_kind.get(s.kind, 0) + 1
-        finally:
-            if store:
-                store.close()
-        summary.seconds = time.perf_counter() - started
-        return summary
+        """What a run would do, writing nothing (``--dry-run``; ``plan.py``)."""
+        return plan_run(self.root, self.cfg, self.progress, self.model_id)
 
     # -- the run -------------------------------------------------------------------------------
     def _run_locked(self, store: Store, full: bool) -> IndexReport:
@@ -362,20 +306,15 @@ class Indexer:
         rechunk = bool(known) and store.get_meta(CHUNK_POLICY_KEY) != cutting
         if rechunk:
             self.progress.note("the chunker or span settings changed: re-chunking every file")
-        changed, unchanged = self._diff(walked.files, known, full or recheck or rechunk)
+        changed, unchanged = split_by_stat(walked.files, known, full or recheck or rechunk)
         summary.files_unchanged = len(unchanged)
-        spaces = self._usable_spaces(store, summary)
+        spaces = usable_spaces(store, summary, self.model_id, self.progress.note)
         clock = lap(summary, "walk", clock)
-        parsed = self._parse(
-            changed,
-            known,
-            summary,
-            full or rechunk,
-            store=store,
-            recheck=recheck,
-            graph=True,
-            detector=walked.detector,
-        )
+        parsed = parse_files(
+            self.root, self.cfg, self.progress, changed, known, summary, full or rechunk,
+            store=store, recheck=recheck, graph=True, detector=walked.detector,
+            reader=read_text, keep=self._keep_pool,
+        )  # fmt: skip
         clock = lap(summary, "parse", clock)
         walked_paths = {f.path for f in walked.files} - {s.path for s in summary.skipped}
         removed = sorted(set(known) - walked_paths)
@@ -386,7 +325,7 @@ class Indexer:
             self._check()
             derived.finish(self.root, self.cfg.graph, store, lexical, [], [], self.progress)
             lap(summary, "graph", clock)
-            _record_policies(store, policy, cutting)  # once committed: a crash rechecks
+            record_policies(store, policy, cutting)  # once committed: a crash rechecks
             self._totals(store, summary)
             return summary
 
@@ -398,12 +337,14 @@ class Indexer:
         from llmc.graph import early as graph_early
 
         early = graph_early.start(
-            self._pool, self.root, self.cfg.graph, _records_after(known, parsed, removed),
+            self._pool, self.root, self.cfg.graph, records_after(known, parsed, removed),
             changed_paths, removed, generation, facts,
         )  # fmt: skip
         committed = False
         try:
-            written, fields = self._write(store, parsed, generation, spaces, summary)
+            written, fields = write_parsed(
+                store, parsed, generation, spaces, summary, self.progress
+            )
             summary.files_removed = store.remove_files(removed)
             self._check()  # before the lexical index is written under a deleted .llmc/
             clock = lap(summary, "write", clock)
@@ -427,7 +368,7 @@ class Indexer:
             lap(summary, "graph", clock)
         store.prune_cache([self.model_id(c) for c in (CODE, DOC)])
         store.set_meta("indexed_at", str(time.time()))
-        _record_policies(store, policy, cutting)
+        record_policies(store, policy, cutting)
         self._totals(store, summary)
         self._check()
         return summary
@@ -462,207 +403,12 @@ class Indexer:
                 store.close()
         lap(summary, "graph", clock)
 
+    def _keep_pool(self, pool: ChunkPool) -> None:
+        """The run's chunk workers stay up for its graph update; ``_run_store`` closes them."""
+        self._pool = pool
+
     def _totals(self, store: Store, summary: IndexSummary) -> None:
         summary.spans_total = store.counts()["spans"]
-
-    def _diff(
-        self, files: list[WalkedFile], known: dict, full: bool
-    ) -> tuple[list[WalkedFile], list[WalkedFile]]:
-        """Split by stat alone: an unchanged file costs nothing more."""
-        changed, unchanged = [], []
-        for f in files:
-            rec = known.get(f.path)
-            if not full and rec is not None and rec.size == f.size and rec.mtime_ns == f.mtime_ns:
-                unchanged.append(f)
-            else:
-                changed.append(f)
-        return changed, unchanged
-
-    def _parse(
-        self,
-        files: list[WalkedFile],
-        known: dict,
-        summary: IndexSummary,
-        full: bool,
-        store: Store | None = None,
-        recheck: bool = False,
-        graph: bool = False,
-        detector: Detector | None = None,
-    ) -> list[_Parsed]:
-        """Read and chunk the changed files; with ``graph`` (and the graph enabled), the
-        chunk workers extract each file's graph facts from the same parse, and stay up
-        for the graph update (``self._pool``). ``detector``: the walk's content rules
-        (they know every path of the tree, which tells compiled output from the only copy
-        of its code)."""
-        languages, reuse = set(self.cfg.index.languages), not (full or recheck)
-        secrets_as = secrets_mode(self.cfg.index)
-        detector = detector or Detector(self.cfg.index, root=self.root)
-        self.progress.phase("parsing", len(files))
-        out: list[_Parsed] = []
-        known_skips = store.skipped_files() if store is not None else {}
-        new_skips: list[tuple[str, int, int, str, str]] = []
-        pending: list[tuple[WalkedFile, str, str]] = []  # read, changed: to chunk
-        graph_cfg = self.cfg.graph
-        graph = graph and graph_cfg.enabled
-
-        def chunk_pending(pool: ChunkPool) -> None:
-            items = [
-                (f.path, text, graph and f.size <= graph_cfg.max_file_size)
-                for f, text, _ in pending
-            ]
-            for (f, _, digest), got in zip(pending, pool.chunk(items, self.cfg.index), strict=True):
-                self.progress.advance()
-                if isinstance(got, str):
-                    summary.skipped.append(SkippedFile(f.path, "parse-error", got[:200]))
-                    continue
-                lang, category, spans, fields, facts = got
-                if languages and (lang or "text") not in languages:
-                    summary.skipped.append(
-                        SkippedFile(
-                            f.path, "language-not-selected", f"{lang} not in index.languages"
-                        )
-                    )
-                    continue
-                out.append(_Parsed(f, lang, category, digest, spans, fields, facts))
-                key = lang or "text"
-                summary.files_by_lang[key] = summary.files_by_lang.get(key, 0) + 1
-                for s in spans:
-                    summary.spans_by_kind[s.kind] = summary.spans_by_kind.get(s.kind, 0) + 1
-            pending.clear()
-
-        journal = None
-        earlier: dict[str, int] = {}
-        if store is not None and not store.readonly:
-            journal = state_dir(self.root) / JOURNAL_DIR
-            earlier = culprits(journal)  # files an earlier run's process died parsing
-            for rel in sorted(earlier):  # a warning: shown with --json too
-                log.warning(
-                    "%s: an earlier `llmc index` died while parsing it (a crash in its "
-                    "grammar?); indexing it as line windows, without the grammar",
-                    rel,
-                )
-        pool = ChunkPool(len(files), journal, earlier)
-        if graph:
-            self._pool = pool
-        pool.warm()  # the workers start while the files are read
-        try:
-            for f in files:
-                prior = known_skips.get(f.path)
-                if reuse and prior is not None and prior[:2] == (f.size, f.mtime_ns):
-                    self.progress.advance()
-                    summary.skipped.append(SkippedFile(f.path, prior[2], prior[3]))
-                    continue
-                read = read_text(self.root, f.path, detector, secrets_as)
-                if read.skipped is not None:
-                    self.progress.advance()
-                    summary.skipped.append(read.skipped)
-                    new_skips.append(
-                        (f.path, f.size, f.mtime_ns, read.skipped.reason, read.skipped.detail)
-                    )
-                    continue
-                digest = text_hash(read.text)
-                rec = known.get(f.path)
-                if not full and rec is not None and rec.content_hash == digest:
-                    self.progress.advance()
-                    if store is not None:
-                        store.touch_file(f.path, f.size, f.mtime_ns)
-                    summary.files_unchanged += 1
-                    continue
-                pending.append((f, read.text, digest))
-                if len(pending) >= CHUNK_BATCH_FILES:  # bounds the texts held at once
-                    chunk_pending(pool)
-            chunk_pending(pool)
-        finally:
-            if not graph:
-                pool.close()
-        if store is not None and not store.readonly:
-            # A skipped file has no row in ``files``, so it is always among ``files`` while it
-            # exists; forget skips of files that are gone or that are indexable now.
-            present = {f.path for f in files}
-            indexable = {p.file.path for p in out}
-            forget = [p for p in known_skips if p not in present or p in indexable]
-            store.set_skipped(new_skips, forget)
-        for s in summary.skipped:
-            log.info("skip %s: %s (%s)", s.path, s.reason, s.detail)
-        return out
-
-    def _usable_spaces(self, store: Store, summary: IndexSummary) -> dict[str, str]:
-        """Category → model id where the index's vectors come from the configured model:
-        there, cached vectors are written with the spans. A changed model is only noted
-        here (no model is loaded before the index is searchable); the backfill re-creates
-        its table and re-embeds."""
-        out: dict[str, str] = {}
-        for category in (CODE, DOC):
-            model_id = self.model_id(category)
-            current = store.vector_space(category)
-            if current is None:
-                continue
-            if current.model_id == model_id:
-                out[category] = model_id
-            else:
-                summary.model_changed = True
-                self.progress.note(
-                    f"embedding model for {category} changed from {current.model_id} to "
-                    f"{model_id}: its vectors are re-made after the index is searchable"
-                )
-        return out
-
-    def _cached(
-        self, store: Store, spans: list[Span], spaces: dict[str, str], summary: IndexSummary
-    ) -> list[np.ndarray | None]:
-        """Vectors of ``spans`` already in the (model, text hash) cache; None elsewhere."""
-        out: list[np.ndarray | None] = [None] * len(spans)
-        for category, model_id in spaces.items():
-            idx = [i for i, s in enumerate(spans) if s.category == category]
-            if not idx:
-                continue
-            hashes = [embed_hash(spans[i]) for i in idx]
-            cached = store.cached_vectors(model_id, hashes)
-            for i, h in zip(idx, hashes, strict=True):
-                if h in cached:
-                    out[i] = cached[h]
-                    summary.embed_cached += 1
-        return out
-
-    def _write(
-        self,
-        store: Store,
-        parsed: list[_Parsed],
-        generation: int,
-        spaces: dict[str, str],
-        summary: IndexSummary,
-    ) -> tuple[list[StoredSpan], dict[int, Fields]]:
-        """Each file's spans in one transaction, with the vectors the cache already has
-        (the rest are the backfill's); the written spans and, by span id, the lexical
-        fields the chunk workers made."""
-        self.progress.phase("writing", len(parsed))
-        written: list[StoredSpan] = []
-        fields: dict[int, Fields] = {}
-        for start in range(0, len(parsed), WRITE_BATCH_FILES):
-            batch = parsed[start : start + WRITE_BATCH_FILES]
-            vectors = self._cached(store, [s for p in batch for s in p.spans], spaces, summary)
-            pos = 0
-            for p in batch:
-                vecs = vectors[pos : pos + len(p.spans)]
-                pos += len(p.spans)
-                ids = store.replace_file(
-                    p.file.path,
-                    p.lang,
-                    p.category,
-                    p.file.size,
-                    p.file.mtime_ns,
-                    p.content_hash,
-                    p.spans,
-                    vecs,
-                    generation,
-                )
-                written.extend(StoredSpan(i, s) for i, s in zip(ids, p.spans, strict=True))
-                if p.fields is not None:
-                    fields.update(zip(ids, p.fields, strict=True))
-                summary.files_indexed += 1
-                summary.spans_written += len(p.spans)
-                self.progress.advance()
-        return written, fields
 
 
 def index_repo(
@@ -677,26 +423,6 @@ def index_repo(
 
 def plan_index(root: Path, cfg: Config, progress: Progress | None = None) -> IndexSummary:
     return Indexer(root, cfg, progress).plan()
-
-
-def _records_after(
-    known: dict[str, FileRecord], parsed: list[_Parsed], removed: list[str]
-) -> dict[str, FileRecord]:
-    """The store's file records once this run's writes are committed (ids aside)."""
-    gone = set(removed)
-    out = {p: r for p, r in known.items() if p not in gone}
-    for p in parsed:
-        f = p.file
-        out[f.path] = FileRecord(0, f.path, p.lang, p.category, f.size, f.mtime_ns, p.content_hash)
-    return out
-
-
-def _record_policies(store: Store, skip_policy: str, chunk_policy_now: str) -> None:
-    """Record the skip rules and the chunker this index now reflects (after the run's
-    changes are committed, so a crash before it checks and cuts again)."""
-    for key, value in ((SKIP_POLICY_KEY, skip_policy), (CHUNK_POLICY_KEY, chunk_policy_now)):
-        if store.get_meta(key) != value:
-            store.set_meta(key, value)
 
 
 __all__ = ["IndexReport", "Indexer", "Progress", "index_repo", "plan_index"]

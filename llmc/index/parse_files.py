@@ -1,0 +1,172 @@
+"""The parse phase of a run: which walked files changed, and their text read and chunked.
+
+``split_by_stat`` costs a stat per file (done by the walk): a file whose size and mtime
+match its record is unchanged. ``parse_files`` reads each other file (``walk.read_text``:
+inside the repository, secrets kept out, generated files skipped), drops the ones whose
+content hash matches after all (a touch), and hands the rest to the chunk workers
+(``ChunkPool``) in batches of ``CHUNK_BATCH_FILES``; a file's skip reason is recorded with
+its stat, so an unchanged skipped file is not read again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from llmc.config import Config
+from llmc.index.chunk_pool import ChunkPool
+from llmc.index.generated import Detector
+from llmc.index.parse_journal import JOURNAL_DIR, culprits
+from llmc.index.progress import Progress
+from llmc.index.walk import FileText, WalkedFile, read_text, secrets_mode
+from llmc.paths import state_dir
+from llmc.store.db import Store
+from llmc.store.lexical import Fields
+from llmc.types import IndexSummary, SkippedFile, Span, text_hash
+
+log = logging.getLogger(__name__)
+
+CHUNK_BATCH_FILES = 512  # files read before they are chunked (in parallel when many)
+
+
+@dataclass
+class Parsed:
+    """A changed file, read and chunked: what the run writes for it."""
+
+    file: WalkedFile
+    lang: str | None
+    category: str | None
+    content_hash: str
+    spans: list[Span]
+    fields: list[Fields] | None = None  # the spans' lexical fields, when workers made them
+    facts: bytes | None = None  # its graph facts as JSON, when workers extracted them
+
+
+def split_by_stat(
+    files: list[WalkedFile], known: dict, full: bool
+) -> tuple[list[WalkedFile], list[WalkedFile]]:
+    """Split by stat alone: an unchanged file costs nothing more."""
+    changed, unchanged = [], []
+    for f in files:
+        rec = known.get(f.path)
+        if not full and rec is not None and rec.size == f.size and rec.mtime_ns == f.mtime_ns:
+            unchanged.append(f)
+        else:
+            changed.append(f)
+    return changed, unchanged
+
+
+def parse_files(
+    root: Path,
+    cfg: Config,
+    progress: Progress,
+    files: list[WalkedFile],
+    known: dict,
+    summary: IndexSummary,
+    full: bool,
+    store: Store | None = None,
+    recheck: bool = False,
+    graph: bool = False,
+    detector: Detector | None = None,
+    reader: Callable[..., FileText] = read_text,
+    keep: Callable[[ChunkPool], None] | None = None,
+) -> list[Parsed]:
+    """Read and chunk the changed files; with ``graph`` (and the graph enabled), the
+    chunk workers extract each file's graph facts from the same parse, and stay up
+    for the graph update (handed to ``keep`` as soon as it exists, so the caller
+    closes it whatever happens). ``detector``: the walk's content rules
+    (they know every path of the tree, which tells compiled output from the only copy
+    of its code)."""
+    languages, reuse = set(cfg.index.languages), not (full or recheck)
+    secrets_as = secrets_mode(cfg.index)
+    detector = detector or Detector(cfg.index, root=root)
+    progress.phase("parsing", len(files))
+    out: list[Parsed] = []
+    known_skips = store.skipped_files() if store is not None else {}
+    new_skips: list[tuple[str, int, int, str, str]] = []
+    pending: list[tuple[WalkedFile, str, str]] = []  # read, changed: to chunk
+    graph_cfg = cfg.graph
+    graph = graph and graph_cfg.enabled
+
+    def chunk_pending(pool: ChunkPool) -> None:
+        items = [
+            (f.path, text, graph and f.size <= graph_cfg.max_file_size) for f, text, _ in pending
+        ]
+        for (f, _, digest), got in zip(pending, pool.chunk(items, cfg.index), strict=True):
+            progress.advance()
+            if isinstance(got, str):
+                summary.skipped.append(SkippedFile(f.path, "parse-error", got[:200]))
+                continue
+            lang, category, spans, fields, facts = got
+            if languages and (lang or "text") not in languages:
+                summary.skipped.append(
+                    SkippedFile(f.path, "language-not-selected", f"{lang} not in index.languages")
+                )
+                continue
+            out.append(Parsed(f, lang, category, digest, spans, fields, facts))
+            key = lang or "text"
+            summary.files_by_lang[key] = summary.files_by_lang.get(key, 0) + 1
+            for s in spans:
+                summary.spans_by_kind[s.kind] = summary.spans_by_kind.get(s.kind, 0) + 1
+        pending.clear()
+
+    journal = None
+    earlier: dict[str, int] = {}
+    if store is not None and not store.readonly:
+        journal = state_dir(root) / JOURNAL_DIR
+        earlier = culprits(journal)  # files an earlier run's process died parsing
+        for rel in sorted(earlier):  # a warning: shown with --json too
+            log.warning(
+                "%s: an earlier `llmc index` died while parsing it (a crash in its "
+                "grammar?); indexing it as line windows, without the grammar",
+                rel,
+            )
+    pool = ChunkPool(len(files), journal, earlier)
+    if graph and keep is not None:
+        keep(pool)
+    pool.warm()  # the workers start while the files are read
+    try:
+        for f in files:
+            prior = known_skips.get(f.path)
+            if reuse and prior is not None and prior[:2] == (f.size, f.mtime_ns):
+                progress.advance()
+                summary.skipped.append(SkippedFile(f.path, prior[2], prior[3]))
+                continue
+            read = reader(root, f.path, detector, secrets_as)
+            if read.skipped is not None:
+                progress.advance()
+                summary.skipped.append(read.skipped)
+                new_skips.append(
+                    (f.path, f.size, f.mtime_ns, read.skipped.reason, read.skipped.detail)
+                )
+                continue
+            digest = text_hash(read.text)
+            rec = known.get(f.path)
+            if not full and rec is not None and rec.content_hash == digest:
+                progress.advance()
+                if store is not None:
+                    store.touch_file(f.path, f.size, f.mtime_ns)
+                summary.files_unchanged += 1
+                continue
+            pending.append((f, read.text, digest))
+            if len(pending) >= CHUNK_BATCH_FILES:  # bounds the texts held at once
+                chunk_pending(pool)
+        chunk_pending(pool)
+    finally:
+        if not graph:
+            pool.close()
+    if store is not None and not store.readonly:
+        # A skipped file has no row in ``files``, so it is always among ``files`` while it
+        # exists; forget skips of files that are gone or that are indexable now.
+        present = {f.path for f in files}
+        indexable = {p.file.path for p in out}
+        forget = [p for p in known_skips if p not in present or p in indexable]
+        store.set_skipped(new_skips, forget)
+    for s in summary.skipped:
+        log.info("skip %s: %s (%s)", s.path, s.reason, s.detail)
+    return out
+
+
+__all__ = ["CHUNK_BATCH_FILES", "Parsed", "parse_files", "split_by_stat"]
