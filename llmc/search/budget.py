@@ -5,7 +5,7 @@ stage) is what a query may take. The costly stages ask before they run: HyDE's L
 (``hyde.llm``: one hypothesis), the cross-encoder (``rerank.pair``: one (query, span)
 pair, times the top K) and the LLM listwise rerank (``llm_rerank.call``). A stage whose
 expected cost is more than what is left of the budget is skipped with a trace note
-("hyde skipped: expected 1,500 ms > budget 131 ms left of 150 ms"), unless the user switched
+("hyde skipped: expected 1,550 ms > budget 150 ms"), unless the user switched
 it on (``explicit``: ``--hyde``, ``--rerank``, ``--llm-rerank``, the stage's switch set in
 llmc.toml, an environment variable, a request or an eval variant; ``search.budget_ms = 0``
 switches the budget off).
@@ -286,10 +286,17 @@ class Budget:
             return Verdict(
                 True, f"{stage}: expected {_ms(expected_ms)} ms fits {_ms(left)} ms left"
             )
-        of = f" left of {_ms(self.limit_ms)} ms" if left < self.limit_ms - 0.5 else ""
+        # Over the whole budget says so without the time left, so the note is the same in
+        # every run (a daemon's --explain and this process's agree); over what is left
+        # names it.
+        over = (
+            f"budget {_ms(self.limit_ms)} ms"
+            if expected_ms > self.limit_ms
+            else f"the {_ms(max(left, 0))} ms left of the {_ms(self.limit_ms)} ms budget"
+        )
         return Verdict(
             False,
-            f"{stage} skipped: expected {_ms(expected_ms)} ms > budget {_ms(max(left, 0))} ms{of}"
+            f"{stage} skipped: expected {_ms(expected_ms)} ms > {over}"
             " (--budget-ms, or ask for the stage)",
         )
 
