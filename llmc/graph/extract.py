@@ -20,6 +20,7 @@ from typing import Any
 from llmc.graph.docs import extract_doc
 from llmc.graph.langs import LangSpec, is_doc, spec_for
 from llmc.graph.model import CLASS_KINDS, Binding, Call, Def, FileFacts, Import, Inherit
+from llmc.tags import Also
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +62,9 @@ def _tags_source(stem: str) -> str:
 
 def tags_walk(path: str, lang: str | None, category: str | None) -> Any:
     """The tags query of ``path``'s language, for the chunker to run in its own walk of the
-    file's tree (``llmc.index.chunk_code.Also``); :func:`extract_file` then takes its
-    matches from the chunker's ``trees`` instead of walking the tree again. None for a file
+    file's tree (:class:`llmc.tags.Also`); :func:`extract_file` then takes its matches
+    from the chunker's ``trees`` instead of walking the tree again. None for a file
     without a tags query."""
-    from llmc.index.chunk_code import Also
-
     if is_doc(path, lang, category) and spec_for(path, None) is None:
         return None
     spec = spec_for(path, lang)

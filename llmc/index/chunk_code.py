@@ -26,6 +26,7 @@ from llmc.index.chunk_grammar import (
     too_deep_for_grammar,
 )
 from llmc.languages import grammar_name
+from llmc.tags import Also  # shared with the graph (llmc.graph.extract), below both
 from llmc.types import Span
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -89,19 +90,6 @@ def code_spans(
             also = None
         return _code_spans(ctx, tree, src, query, trees, also)
     return _generic_spans(ctx, tree, src)
-
-
-@dataclass(frozen=True)
-class Also:
-    """Another query to run in the chunker's walk of a file's tree: each query walks the
-    whole tree, which costs more than matching a few more patterns on the way, so the
-    graph's tags query (``llmc.graph.extract``) runs in the same walk as the definitions
-    and comments. Its matches are left in the chunker's ``trees`` under ``key``, in the
-    order its own cursor yields them (its patterns come first in the combined query)."""
-
-    grammar: str
-    source: str
-    key: Any
 
 
 def _end_row(node: Node) -> int:

@@ -6,7 +6,7 @@ before it is searchable, and it is per file, so it spreads over processes.
 and otherwise in ``spawn``-ed worker processes (safe in a threaded caller such as the daemon,
 unlike ``fork``). Asked to, a worker also extracts the file's graph facts from the same
 tree-sitter parse (``llmc.graph.facts``), so the graph never parses a file again, and the
-graph's tags query runs in the chunker's own walk of the tree (``chunk_code.Also``). The
+graph's tags query runs in the chunker's own walk of the tree (``llmc.tags.Also``). The
 workers start, and import what they need, while the indexer reads the first files
 (``warm``). Workers die with their parent (``PR_SET_PDEATHSIG`` on Linux), so a killed
 `llmc index` leaves none behind; they only read the texts they are handed and write nothing.
