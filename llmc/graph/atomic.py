@@ -9,10 +9,11 @@ from pathlib import Path
 
 def write_atomic(path: Path, payload: bytes | list[bytes]) -> None:
     """Write atomically (the bytes, or chunks in turn): a temp file in the same
-    directory, then ``os.replace``."""
+    directory, then ``os.replace``. The file is 0600, as everything under ``.llmc/``
+    (DESIGN.md; ``llmc.paths.tighten_state_dir``)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.chmod(tmp, 0o644)
+        os.fchmod(fd, 0o600)  # mkstemp's mode; said here, so that no umask widens it
         with os.fdopen(fd, "wb") as fh:
             if isinstance(payload, bytes):
                 fh.write(payload)

@@ -332,3 +332,13 @@ def test_a_cache_that_passes_the_checks_but_trips_resolution_is_dropped(
     stats = update_graph(root, f.store, f.put(["shop/util.py"]), [], f.bump())
     assert stats.rebuilt and stats.files_cached == 0
     assert _body(root) == _clean_build(root, f, tmp_path)
+
+
+def test_the_graph_and_its_cache_are_private_files(tmp_path, filler):
+    import stat
+
+    root = copy_project(tmp_path, "pyshop")
+    f = filler(root)
+    update_graph(root, f.store, f.put(), [], f.bump())
+    for name in (GRAPH_FILE, FACTS_FILE):
+        assert stat.S_IMODE((root / ".llmc" / name).stat().st_mode) == 0o600, name
