@@ -6,14 +6,17 @@ detail naming the line and the kind, never the value; with ``index.redact_secret
 indexed with each value replaced by ``[REDACTED]`` (lines keep their numbers).
 
 Cost: the token rules are the detect-secrets plugins' (``PLUGINS``), but detect-secrets
-runs its plugins line by line in Python, ~50x the cost of the rest of reading a file. So
-one compiled pre-filter (``_ANCHORS``) looks for the tokens' fixed prefixes over the whole
-text; only the lines it hits are handed to the plugins (detect-secrets is imported on the
-first hit), which confirm the token and give its value. Private key blocks and generic
-assignments are matched here (the plugin flags a ``BEGIN ... PRIVATE KEY`` line even with no
-key after it, and its keyword plugin flags ``password = "test"``): a private key needs a
-body, an assigned value must look generated (length, character classes, entropy; stricter
-in test files, where fixtures hold made-up passwords).
+run as it comes (``SecretsCollection.scan_file``, every plugin on every line) read 0.25
+MB/s of sklearn's code, ~6x the time of indexing it without vectors. Here a few regexes
+with literal prefixes (``_LITERALS``) look for the tokens' fixed parts over the whole text;
+only the lines a token pattern (``_ANCHORS``) hits, or that assign a 40-character value (an
+AWS secret key), are handed to the plugins (detect-secrets is imported on the first hit),
+which confirm the token and give its value. Private key blocks and generic assignments are
+matched here (the plugin flags a ``BEGIN ... PRIVATE KEY`` line even with no key after it,
+and its keyword plugin flags ``password = "test"``): a private key needs a body, an
+assigned value must look generated (length, character classes, entropy; stricter in test
+files, where fixtures hold made-up passwords). Measured (AMD EPYC, 2 shared cores): 30-60
+MB/s, ~5% of a full ``llmc index --no-vectors`` of llmc or sklearn.
 """
 
 from __future__ import annotations
