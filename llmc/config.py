@@ -157,7 +157,7 @@ class SearchConfig:
     # latency budget per query (ms): a stage on by default or by the profile (HyDE's LLM,
     # the cross-encoder, the LLM rerank) is skipped when its learned cost would break what
     # is left of it; a stage you switch on yourself runs anyway (docs/configuration.md,
-    # "Latency budget"). 0: no budget
+    # "Latency budget and profiles"). 0: no budget
     budget_ms: float = 150.0
     profile: str = "auto"  # auto (gpu when CUDA/MPS is usable, else cpu) | cpu | gpu
 
