@@ -25,6 +25,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -216,44 +217,9 @@ def _update(
         spans_by_path = spanmap.read_span_rows(store)
     else:
         facts_cache.load_facts(cache)
-        facts: dict[str, FileFacts] = {}
-        new_cache: dict[str, Any] = {}
-        extracted = reused = failed = 0
-        reextracted: set[str] = set()
-        spans_by_path = None
-        for path in sorted(records):
-            rec = records[path]
-            entry = cached_files.get(path)
-            if (
-                path not in changed_set
-                and entry is not None
-                and rec.content_hash
-                and entry.get("hash") == rec.content_hash
-            ):
-                cached = entry.get("facts")
-                if isinstance(cached, FileFacts):
-                    facts[path] = cached
-                    new_cache[path] = entry
-                    reused += 1
-                    continue
-                log.debug("%s: cached graph facts unreadable; re-extracting", path)
-            raw = given.get(path)
-            f = decode_facts(raw, path) if raw is not None else None
-            if f is None:
-                if raw is not None:
-                    log.debug("%s: graph facts from the chunk worker unreadable", path)
-                raw = None
-                if spans_by_path is None:
-                    spans_by_path = spanmap.read_span_rows(store)
-                f = _extract_one(
-                    repo_root, path, rec.lang, rec.category, cfg, spans_by_path.get(path)
-                )
-            reextracted.add(path)
-            extracted += 1
-            if f.error.startswith(_FAILURES):
-                failed += 1
-            facts[path] = f
-            new_cache[path] = {"hash": rec.content_hash, "facts": f, "raw": raw}
+        got = _gather_facts(repo_root, store, records, changed_set, cached_files, given, cfg)
+        facts, spans_by_path = got.facts, got.spans_by_path
+        extracted, reused, failed = got.extracted, got.reused, got.failed
 
         resolver, keep_edges, mods = _previous_resolver(
             repo_root, cfg, facts, None if rebuilt else kept, None if rebuilt else cache
@@ -273,7 +239,7 @@ def _update(
         log.debug("graph: resolved %d of %d files", resolved, len(facts))
         token = uuid.uuid4().hex
         prev_token = cache.get("token")
-        cache = {"version": FACTS_VERSION, "token": token, "files": new_cache}
+        cache = {"version": FACTS_VERSION, "token": token, "files": got.entries}
     if output is not None:  # a patched resolver: only the changed files' spans and pieces
         dirty = changed_set | resolver.facts_changed
         span_nodes_of = kept.span_nodes  # type: ignore[union-attr]
@@ -334,7 +300,7 @@ def _update(
                 facts_file,
                 prev_token,
                 cache,
-                reextracted,
+                got.reextracted,
                 resolver.encoded_results(resolver.last_resolved),
             )
         ):
@@ -372,6 +338,68 @@ def _update(
         seconds,
     )
     return stats
+
+
+@dataclass
+class _Gathered:
+    """Every indexed file's facts for one update, and how each came."""
+
+    facts: dict[str, FileFacts] = field(default_factory=dict)
+    entries: dict[str, Any] = field(default_factory=dict)  # the next facts cache's files
+    reextracted: set[str] = field(default_factory=set)  # from the workers or from disk
+    extracted: int = 0
+    reused: int = 0
+    failed: int = 0
+    spans_by_path: dict[str, list[tuple]] | None = None  # read when a file is extracted
+
+
+def _gather_facts(
+    repo_root: Path,
+    store: Store,
+    records: Mapping[str, Any],
+    changed: set[str],
+    cached_files: dict[str, Any],
+    given: Mapping[str, bytes],
+    cfg: GraphConfig,
+) -> _Gathered:
+    """Each file's facts: the cached ones while the store's content hash matches (and the
+    file is not ``changed``), else the chunk workers' (``given``, checked), else extracted
+    here from disk."""
+    out = _Gathered()
+    for path in sorted(records):
+        rec = records[path]
+        entry = cached_files.get(path)
+        if (
+            path not in changed
+            and entry is not None
+            and rec.content_hash
+            and entry.get("hash") == rec.content_hash
+        ):
+            cached = entry.get("facts")
+            if isinstance(cached, FileFacts):
+                out.facts[path] = cached
+                out.entries[path] = entry
+                out.reused += 1
+                continue
+            log.debug("%s: cached graph facts unreadable; re-extracting", path)
+        raw = given.get(path)
+        f = decode_facts(raw, path) if raw is not None else None
+        if f is None:
+            if raw is not None:
+                log.debug("%s: graph facts from the chunk worker unreadable", path)
+            raw = None
+            if out.spans_by_path is None:
+                out.spans_by_path = spanmap.read_span_rows(store)
+            f = _extract_one(
+                repo_root, path, rec.lang, rec.category, cfg, out.spans_by_path.get(path)
+            )
+        out.reextracted.add(path)
+        out.extracted += 1
+        if f.error.startswith(_FAILURES):
+            out.failed += 1
+        out.facts[path] = f
+        out.entries[path] = {"hash": rec.content_hash, "facts": f, "raw": raw}
+    return out
 
 
 def _previous_resolver(
