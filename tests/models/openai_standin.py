@@ -67,12 +67,14 @@ def _vector(text: str, dim: int) -> list[float]:
 
 
 class Standin:
-    """``mode``: ok (chat answers "[1, 2]" and embeddings of ``dim`` from a hash of the text),
-    slow (sleeps ``delay`` first), garbage (not JSON), shape (JSON of the wrong shape),
-    error (HTTP 500 with an OpenAI error object). ``seen`` records request headers."""
+    """``mode``: ok (chat answers "[1, 2]" and embeddings of ``dim`` from a hash of the text;
+    with ``upstream``, a real server's answers passed through), slow (sleeps ``delay``
+    first), garbage (not JSON), shape (JSON of the wrong shape), error (HTTP 500 with an
+    OpenAI error object). ``seen`` records request headers."""
 
-    def __init__(self, dim: int = 8):
+    def __init__(self, dim: int = 8, upstream: str = ""):
         self.mode = "ok"
+        self.upstream = upstream
         self.dim = dim
         self.delay = 2.0
         self.seen: list[dict[str, str]] = []
@@ -111,8 +113,15 @@ class Standin:
 
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
-                request = json.loads(self.rfile.read(length) or b"{}")
-                if self.path.endswith("/embeddings"):
+                raw = self.rfile.read(length) or b"{}"
+                request = json.loads(raw)
+                if standin.upstream and standin.mode == "ok":  # the real server answers
+                    import httpx
+
+                    tail = self.path.split("/v1", 1)[-1]
+                    answer = httpx.post(standin.upstream + tail, content=raw, timeout=60)
+                    self._answer(answer.json())
+                elif self.path.endswith("/embeddings"):
                     texts = request.get("input") or []
                     texts = [texts] if isinstance(texts, str) else texts
                     rows = [

@@ -1,6 +1,7 @@
 """Search through OpenAI-compatible servers: HyDE and the LLM rerank from a REAL server
 (llama.cpp's, started in-process by xllamacpp with the shipped SmolLM2), and an index whose
-vectors come from a server's /v1/embeddings. A server that is down, slow or answers garbage
+vectors come from the real server's /v1/embeddings (through a pass-through stand-in that
+fails on demand). A server that is down, slow or answers garbage
 costs one warning line and the vectors of that query, never the answer or a traceback."""
 
 from __future__ import annotations
@@ -64,10 +65,18 @@ def test_a_down_llm_server_is_one_warning_and_plain_retrieval(runner, indexed_re
     assert "not reachable" in lines[0] and " 1. " in out
 
 
+@pytest.fixture(scope="module")
+def embeddings():
+    server, url = standin_module.llama_server(embedding=True)
+    yield url
+    del server
+
+
 @pytest.fixture
-def served_repo(tmp_path, runner, monkeypatch):
-    """The shop repo indexed with both embedders on the stand-in's /v1/embeddings."""
-    standin = standin_module.Standin(dim=16)
+def served_repo(tmp_path, runner, embeddings):
+    """The shop repo indexed with both embedders on the real server's /v1/embeddings,
+    through a stand-in that passes its answers on until a test makes it fail."""
+    standin = standin_module.Standin(upstream=embeddings)
     root = write_repo(tmp_path / "shop")
     (root / "llmc.toml").write_text(
         f'[embedding]\ncode_model = "openai:standin-1"\ndocs_model = "openai:standin-1"\n'
@@ -86,7 +95,7 @@ def test_an_index_from_a_server_and_every_way_it_can_fail_at_query_time(
     root, standin = served_repo
     status = json.loads(runner.invoke(main, ["status", "--json", "--repo", str(root)]).stdout)
     port = standin.url.split(":")[2].split("/")[0]
-    assert status["models"]["code"] == f"openai:standin-1@127.0.0.1:{port} (16d)"
+    assert status["models"]["code"] == f"openai:standin-1@127.0.0.1:{port} (576d)"
     assert status["vectors"]["embedded"] == status["vectors"]["total"] > 0
     ok = json.loads(_search(runner, root, "--json", "refund the payment"))
     assert ok["results"] and not ok["warnings"]
