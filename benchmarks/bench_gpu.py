@@ -13,6 +13,7 @@ Inference: (a) plain ``SentenceTransformer.encode`` fp32, batch 64; llmc's embed
 ``embedding.device = auto`` loads it on CUDA (fp16) at batch 64/256/512, cosine to (a);
 one-query embedding latency; the shipped cross-encoder (fp16) on top-20 and top-100.
 """
+
 import json
 import os
 import shutil
@@ -63,7 +64,11 @@ report["wall_seconds"] = round(time.perf_counter() - t0, 1)
 print(json.dumps({k: v for k, v in report.items() if k != "projects"}, indent=1))
 lay = OUT / "train" / "layers.fp16.safetensors"
 if lay.exists():
-    subprocess.run(f"cd {OUT}/train && split -b 12M layers.fp16.safetensors layers.part. && rm layers.fp16.safetensors", shell=True, check=True)
+    subprocess.run(
+        f"cd {OUT}/train && split -b 12M layers.fp16.safetensors layers.part. && rm layers.fp16.safetensors",
+        shell=True,
+        check=True,
+    )
 
 if os.environ.get("LLMC_GPU_SKIP_BENCH"):
     sys.exit(0)
@@ -94,21 +99,34 @@ def timed(fn, reps=3):
 plain = SentenceTransformer(str(base), device="cuda")
 plain.max_seq_length = 256
 plain.encode(texts[:256], batch_size=64)
-d, ref = timed(lambda: plain.encode(texts, batch_size=64, convert_to_numpy=True, normalize_embeddings=True))
+d, ref = timed(
+    lambda: plain.encode(texts, batch_size=64, convert_to_numpy=True, normalize_embeddings=True)
+)
 bench["plain_fp32_b64_spans_per_s"] = round(len(texts) / d, 1)
 for bs in (64, 256, 512):
     emb = SentenceTransformerEmbedder(str(base), device="cuda", precision="auto", batch_size=bs)
     emb.embed_passages(texts[:256])
     d, vec = timed(lambda: emb.embed_passages(texts))
-    cos = float(np.min(np.sum(vec * ref, axis=1) / (np.linalg.norm(vec, axis=1) * np.linalg.norm(ref, axis=1))))
+    cos = float(
+        np.min(
+            np.sum(vec * ref, axis=1) / (np.linalg.norm(vec, axis=1) * np.linalg.norm(ref, axis=1))
+        )
+    )
     bench[f"llmc_b{bs}_spans_per_s"] = round(len(texts) / d, 1)
     bench[f"llmc_b{bs}_min_cosine_vs_fp32"] = round(cos, 5)
     bench["llmc_precision"] = emb.choice.precision
-q = ["how is the configuration validated", "where are retries scheduled", "parse the header of a message"]
+q = [
+    "how is the configuration validated",
+    "where are retries scheduled",
+    "parse the header of a message",
+]
 lat = []
 emb = SentenceTransformerEmbedder(str(base), device="cuda", precision="auto")
 for i in range(60):
-    torch.cuda.synchronize(); t = time.perf_counter(); emb.embed_queries([q[i % 3]]); torch.cuda.synchronize()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    emb.embed_queries([q[i % 3]])
+    torch.cuda.synchronize()
     lat.append((time.perf_counter() - t) * 1000)
 bench["query_embed_ms_p50"] = round(statistics.median(lat[10:]), 2)
 rer = CrossEncoderReranker(device="cuda", precision="auto")
@@ -116,8 +134,11 @@ bench["reranker_precision"] = rer.choice.precision
 for k in (20, 100):
     lat = []
     for i in range(60):
-        cand = texts[(i * 37) % (len(texts) - k):][:k]
-        torch.cuda.synchronize(); t = time.perf_counter(); rer.score(q[i % 3], cand); torch.cuda.synchronize()
+        cand = texts[(i * 37) % (len(texts) - k) :][:k]
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        rer.score(q[i % 3], cand)
+        torch.cuda.synchronize()
         lat.append((time.perf_counter() - t) * 1000)
     lat = lat[10:]
     bench[f"rerank_top{k}_ms_p50"] = round(statistics.median(lat), 2)

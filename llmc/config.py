@@ -154,7 +154,7 @@ class SearchConfig:
     code_in_top: int = 3
     # only when the router's p_code is at least this (0: every query; chosen on validation)
     code_in_top_p: float = 0.0
-    # latency budget per query (ms): a stage on by default or by the profile (HyDE's LLM,
+    # latency budget per query (ms): a costly stage on by default (HyDE's LLM,
     # the cross-encoder, the LLM rerank) is skipped when its learned cost would break what
     # is left of it; a stage you switch on yourself runs anyway (docs/configuration.md,
     # "Latency budget and profiles"). 0: no budget

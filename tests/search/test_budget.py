@@ -144,16 +144,19 @@ def test_explicit_means_set_by_the_user_on() -> None:
     assert not explicit(cfg, "search.llm_rerank")
     cfg.set("search.hyde", True, "/repo/llmc.toml")
     assert explicit(cfg, "search.hyde")
-    assert not explicit(apply_profile(Config(), "gpu"), "search.rerank")
 
 
-def test_profiles_offer_the_cross_encoder_when_left_at_its_default() -> None:
+def test_profiles_switch_on_only_what_won_on_validation(monkeypatch) -> None:
+    # Today no stage won on validation on either machine class: both profiles run the
+    # configured stages, the cross-encoder stays off.
+    assert not apply_profile(Config(), "gpu").search.rerank
+    assert not apply_profile(Config(), "cpu").search.rerank
+    # A stage a profile adds is the profile's (not explicit: the budget judges it), and
+    # never overrides a switch the user set.
+    monkeypatch.setitem(budget.PROFILE_STAGES, "gpu", {"search.rerank": True})
     gpu = apply_profile(Config(), "gpu")
     assert gpu.search.rerank and gpu.sources["search.rerank"] == "profile gpu"
-    assert apply_profile(Config(), "cpu").search.rerank  # offered to the 150 ms budget
-    unbudgeted = Config()
-    unbudgeted.search.budget_ms = 0
-    assert not apply_profile(unbudgeted, "cpu").search.rerank
+    assert not explicit(gpu, "search.rerank")
     off = Config()
     off.set("search.rerank", False, "flag")
     assert apply_profile(off, "gpu") is off
@@ -191,7 +194,7 @@ def test_on_a_cpu_hyde_is_skipped_by_the_budget_with_a_note(repo_copy, monkeypat
     notes = [n.note for n in resp.explain.stages if n.stage == "hyde"]
     assert any(n.startswith("hyde skipped: expected 1,550 ms > budget") for n in notes), notes
     assert not [w for w in resp.warnings if "hyde" in w]  # a note, not a warning
-    assert any(n.note.startswith("rerank skipped: expected 600 ms") for n in resp.explain.stages)
+    assert not any(n.stage == "rerank" for n in resp.explain.stages)  # off: no profile adds it
     (line,) = [n.note for n in resp.explain.stages if n.stage == "budget"]
     assert line == "150 ms per query; profile cpu (auto: cpu found)"
     data = json.loads((repo_copy / ".llmc" / "costs.json").read_text())  # written at close
@@ -216,6 +219,8 @@ def test_asking_for_hyde_or_a_larger_budget_runs_it_and_teaches_the_model(
 
 def test_a_faked_gpu_runs_the_cross_encoder_within_the_budget(repo_copy, monkeypatch) -> None:
     monkeypatch.setattr(device, "detect_accelerator", lambda: "cuda")
+    # As if the cross-encoder had won on validation on GPUs: the gpu profile adds it.
+    monkeypatch.setitem(budget.PROFILE_STAGES, "gpu", {"search.rerank": True})
     # the models run on this CPU; the profile and the cost model's device kind say GPU
     values = {
         "rerank.device": "cpu", "embedding.device": "cpu", "search.hyde": False,
@@ -260,8 +265,15 @@ def test_status_and_doctor_show_the_profile(runner, repo_copy, monkeypatch) -> N
     assert st["device"].endswith("; search profile gpu (auto: cuda found), budget 150 ms a query")
     out = runner.invoke(main, ["doctor", "--repo", str(repo_copy)]).stdout
     assert "ok  profile: gpu (auto: cuda found); budget 150 ms a query" in out
-    assert "ok  rerank: cross-encoder default on the top 20" in out  # 12 ms fits on a GPU
+    report = json.loads(runner.invoke(main, ["doctor", "--json", "--repo", str(repo_copy)]).stdout)
+    rerank = report["stages"]["stages"]["rerank"]
+    assert not rerank["runs"] and rerank["why"] == "off (search.rerank)"  # lost on validation
+    monkeypatch.setitem(budget.PROFILE_STAGES, "gpu", {"search.rerank": True})
+    report = json.loads(runner.invoke(main, ["doctor", "--json", "--repo", str(repo_copy)]).stdout)
+    rerank = report["stages"]["stages"]["rerank"]
+    assert rerank["runs"] and rerank["expected_ms"] == 12.0  # a profile's stage fits a GPU
     monkeypatch.setattr(device, "detect_accelerator", lambda: "cpu")
+    monkeypatch.setitem(budget.PROFILE_STAGES, "cpu", {"search.rerank": True})
     report = json.loads(runner.invoke(main, ["doctor", "--json", "--repo", str(repo_copy)]).stdout)
     assert report["profile"]["profile"] == "cpu"
     rerank = report["stages"]["stages"]["rerank"]
