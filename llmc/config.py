@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 import os
+import re
 import sys
 import types
 import typing
@@ -18,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from llmc.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -147,7 +151,9 @@ class SearchConfig:
     # (docs/evaluation.md, "A late blend with RRF")
     ranker_rrf_weight: float = 0.2
     ranker_blend_k: int = 10  # learned: the k of that blend
-    ranker_max_per_file: int = 0  # learned: per-file cap on its results (0: none); fusion keeps max_per_file
+    ranker_max_per_file: int = (
+        0  # learned: per-file cap on its results (0: none); fusion keeps max_per_file
+    )
     # when none of the first code_in_top results is code (markdown, rst and text are not),
     # the best-ranked code result of the top max(k, 10) moves up to rank code_in_top (0: off;
     # never on a docs route the user chose; docs/evaluation.md, "Code in the top 3")
@@ -462,7 +468,20 @@ def _set(cfg: Config, key: str, value: Any, source: str, from_text: bool) -> Non
     cfg.set(key, _coerce(value, hints[name], source, key, from_text), source)
 
 
-def _load_toml(cfg: Config, path: Path) -> None:
+# Keys a repository's own llmc.toml may not set: a repository is untrusted input (someone
+# else wrote it), and these would make llmc send your queries and code to a host it names,
+# hand it the value of an environment variable it names, or write outside the repository.
+# They come from your user config, the environment or flags; in llmc.toml they are ignored
+# with one warning.
+_REACH_OUT = re.compile(r"(host|url|_env|_dir)$")
+
+
+def repo_may_set(key: str) -> bool:
+    """Whether ``<repo>/llmc.toml`` may set ``key`` (see ``_REACH_OUT``)."""
+    return not _REACH_OUT.search(key.rpartition(".")[2])
+
+
+def _load_toml(cfg: Config, path: Path, from_repo: bool = False) -> None:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
@@ -473,7 +492,19 @@ def _load_toml(cfg: Config, path: Path) -> None:
         if not isinstance(body, dict):
             raise ConfigError(f"{path}: {section_name} must be a [section] table, got {body!r}")
         for name, value in body.items():
-            _set(cfg, f"{section_name}.{name}", value, str(path), from_text=False)
+            key = f"{section_name}.{name}"
+            if from_repo and not repo_may_set(key):
+                log.warning(
+                    "%s: %s ignored: a repository's llmc.toml may not name a host, URL, "
+                    "variable or directory (set it in %s or LLMC_%s__%s)",
+                    path,
+                    key,
+                    user_config_path(),
+                    section_name.upper(),
+                    name.upper(),
+                )
+                continue
+            _set(cfg, key, value, str(path), from_text=False)
 
 
 def _load_env(cfg: Config, environ: typing.Mapping[str, str]) -> None:
@@ -496,7 +527,7 @@ def load_config(
     if user.is_file():
         _load_toml(cfg, user)
     if repo is not None and (repo / REPO_CONFIG_NAME).is_file():
-        _load_toml(cfg, repo / REPO_CONFIG_NAME)
+        _load_toml(cfg, repo / REPO_CONFIG_NAME, from_repo=True)
     _load_env(cfg, os.environ if environ is None else environ)
     for key, value in (overrides or {}).items():
         if value is not None:

@@ -14,6 +14,7 @@ import pytest
 from search_fixture_files import write_repo
 
 from llmc.cli import main
+from llmc.config import user_config_path
 from llmc.models.llm import clear_cache
 
 _spec = importlib.util.spec_from_file_location(
@@ -79,10 +80,12 @@ def served_repo(tmp_path, runner, embeddings):
     standin = standin_module.Standin(upstream=embeddings)
     root = write_repo(tmp_path / "shop")
     (root / "llmc.toml").write_text(
-        f'[embedding]\ncode_model = "openai:standin-1"\ndocs_model = "openai:standin-1"\n'
-        f'base_url = "{standin.url}"\n',
+        '[embedding]\ncode_model = "openai:standin-1"\ndocs_model = "openai:standin-1"\n',
         encoding="utf-8",
     )
+    # The server's URL comes from the user's config (a repository's llmc.toml may not name one).
+    user_config_path().parent.mkdir(parents=True, exist_ok=True)
+    user_config_path().write_text(f'[embedding]\nbase_url = "{standin.url}"\n', encoding="utf-8")
     result = runner.invoke(main, ["index", str(root), "-q"])
     assert result.exit_code == 0, result.output
     yield root, standin
