@@ -316,13 +316,13 @@ class Detector:
     def _read_map(self, rel: str) -> bytes | None:
         if self._root is None or rel not in self._tree:
             return None
+        from llmc.index.safe_read import read_inside
+
         try:
-            path = self._root / rel
-            if path.stat().st_size > MAX_MAP_BYTES:
-                return None
-            return path.read_bytes()
+            data = read_inside(self._root, rel, MAX_MAP_BYTES)  # never through a symlink out
         except OSError:
             return None
+        return None if len(data) > MAX_MAP_BYTES else data
 
     def _same_name_source(self, rel: str) -> str | None:
         if self._stems is None:
