@@ -1,4 +1,5 @@
-"""`llmc doctor`: what this machine can run (logic: llmc/models/doctor.py)."""
+"""`llmc doctor`: what this machine can run (logic: llmc/models/doctor.py, and the search's
+stage plan from llmc/search/stage_check.py)."""
 
 from __future__ import annotations
 
@@ -23,9 +24,10 @@ def doctor_cmd(ctx: click.Context, root: Path, as_json: bool, verbose: int) -> N
     """
     from llmc.config import load_config
     from llmc.models.doctor import run_doctor
+    from llmc.search.stage_check import stages_check
 
     setup_logging(verbose)
-    report = run_doctor(load_config(root), root)
+    report = run_doctor(load_config(root), root, more=[stages_check])
     if as_json:
         render.print_json(report.as_dict())
     else:

@@ -8,6 +8,7 @@ only sqlite-vec and tree-sitter are required (``ok`` is False without them).
 from __future__ import annotations
 
 import importlib.metadata
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,83 +112,6 @@ def profile_check(cfg: Config) -> Check:
     return Check("profile", True, f"{profile.reason}; {said}", info=info)
 
 
-def _embedding_use(cfg: Config, category: str) -> tuple[bool, str]:
-    name = cfg.embedding.code_model if category == "code" else cfg.embedding.docs_model
-    if not cfg.search.dense:
-        return True, "off (search.dense = false)"
-    if not name.startswith("openai:"):
-        return True, f"{name} (local, {cfg.embedding.runtime} runtime)"
-    from llmc.models.openai_http import ServerError, server
-
-    try:
-        status = server(cfg.embedding.base_url, cfg.embedding.api_key_env).probe(
-            cfg.llm.probe_timeout_s
-        )
-    except ServerError as e:
-        return False, f"{name}: {e}"
-    if not status.reachable:
-        return False, f"{name}: {status.error}"
-    return True, f"{name} at {status.base_url} (reachable)"
-
-
-def stages_check(cfg: Config, root: Path | None, llm: dict[str, Any]) -> Check:
-    """What each costly stage would use on this machine, and whether it would run: the
-    profile's offer, the switch, and the budget against the learned (or prior) cost."""
-    from llmc.models.device import machine_profile
-    from llmc.search import budget
-
-    try:
-        profile = machine_profile(cfg.search.profile)
-    except ValueError as e:
-        return Check("stages", False, str(e))
-    cfg = budget.apply_profile(cfg, profile.name)
-    costs = budget.CostModel(budget.costs_path(root) if root is not None else None)
-    import time
-
-    model = f"{llm.get('selected') or 'none'}:{llm.get('model') or ''}".rstrip(":")
-    provider = llm.get("selected") or "none"
-    stages: dict[str, dict[str, Any]] = {}
-    ok = True
-    for category in ("code", "doc"):
-        fine, uses = _embedding_use(cfg, category)
-        ok = ok and fine
-        stages[f"dense.{category}"] = {"uses": uses, "runs": fine and cfg.search.dense}
-
-    def gated(name: str, on: bool, asked: bool, unit: str, units: float, uses: str) -> None:
-        if not on:
-            stages[name] = {"uses": uses, "runs": False, "why": f"off (search.{name})"}
-            return
-        spend = budget.Budget(cfg.search.budget_ms, time.perf_counter(), costs, profile.device)
-        expected = spend.expect(unit, units, extra=budget.HYDE_REST if name == "hyde" else "")
-        source = costs.expect(profile.device, unit).source
-        verdict = spend.allow(name, expected, asked)
-        stages[name] = {
-            "uses": uses, "runs": verdict.run, "why": verdict.note,
-            "expected_ms": round(expected, 1), "cost_from": source,
-        }  # fmt: skip
-
-    llm_on = provider != "none"
-    hyde_units = cfg.hyde.n
-    gated(
-        "hyde", cfg.search.hyde and llm_on,
-        cfg.hyde.mode == "always" or budget.explicit(cfg, "search.hyde"),
-        f"{budget.HYDE_LLM}:{provider}", hyde_units, f"LLM {model}",
-    )  # fmt: skip
-    gated(
-        "rerank", cfg.search.rerank, budget.explicit(cfg, "search.rerank"),
-        budget.RERANK_PAIR, cfg.rerank.top_k,
-        f"cross-encoder {cfg.rerank.model} on the top {cfg.rerank.top_k}",
-    )  # fmt: skip
-    gated(
-        "llm_rerank", cfg.search.llm_rerank and llm_on,
-        cfg.llm_rerank.always or budget.explicit(cfg, "search.llm_rerank"),
-        f"{budget.LLM_RERANK_CALL}:{provider}", 1, f"LLM {model} on the top {cfg.llm_rerank.top_n}",
-    )  # fmt: skip
-    running = [n for n, s in stages.items() if s["runs"] and not n.startswith("dense")]
-    detail = f"{', '.join(running) or 'no costly stage'} would run (a query's budget decides)"
-    return Check("stages", ok, detail, info={"stages": stages})
-
-
 def sqlite_vec_check() -> Check:
     try:
         from llmc.store.sqlite import connect, sqlite_module
@@ -221,14 +145,22 @@ def tree_sitter_check() -> Check:
     return Check("tree_sitter", True, detail, True, info)
 
 
-def run_doctor(cfg: Config, root: Path | None = None) -> DoctorReport:
+# A check from a layer above the models (the search's stage plan: llmc.search.stage_check),
+# handed in by the caller so that models/ never imports search/.
+MoreCheck = Callable[[Config, "Path | None", dict[str, Any]], Check]
+
+
+def run_doctor(
+    cfg: Config, root: Path | None = None, more: Sequence[MoreCheck] = ()
+) -> DoctorReport:
     """All checks; nothing is loaded beyond what a check needs (no LLM is loaded). ``root``:
-    the repository whose learned stage costs (``.llmc/costs.json``) the budget reads."""
+    the repository whose learned stage costs (``.llmc/costs.json``) the budget reads;
+    ``more``: checks that need what this layer cannot import, run after the profile's."""
     llm = llm_section(cfg)
     checks = (
         device_check(cfg),
         profile_check(cfg),
-        stages_check(cfg, root, llm),
+        *(check(cfg, root, llm) for check in more),
         sqlite_vec_check(),
         tree_sitter_check(),
     )
