@@ -4,7 +4,8 @@ hands the result to ``render``. Only this package imports click and rich.
 - ``options``: the group that makes an LlmcError one line and its exit code, shared options;
 - ``index``: index, status, config;       ``search``: search;       ``graph``: graph *;
 - ``daemon``: daemon *, hooks *, mcp;     ``learn``: eval, label, tune, train *;
-- ``doctor``: doctor;                     ``render``: everything printed.
+- ``doctor``: doctor;                     ``render``: everything printed;
+- ``workspace``: workspace * (and what search --workspace prints).
 
 Results go to stdout, logs and progress to stderr.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import click
 
-from llmc.cli import daemon, doctor, graph, index, learn, search
+from llmc.cli import daemon, doctor, graph, index, learn, search, workspace
 from llmc.cli.options import LlmcGroup
 
 
@@ -23,7 +24,7 @@ def main() -> None:
     """Index a repository and search its code and docs, locally."""
 
 
-for _module in (index, search, graph, daemon, learn, doctor):
+for _module in (index, search, graph, daemon, learn, doctor, workspace):
     for _command in _module.COMMANDS:
         main.add_command(_command)
 

@@ -186,12 +186,17 @@ def _search_batch(root: Path, cfg: Config, ask: dict[str, Any], as_json: bool) -
     "--fusion", type=click.Choice(["rrf", "weighted", "max"]), default=None,
     help="How ranked lists are fused (search.fusion).",
 )  # fmt: skip
+@click.option(
+    "--workspace", "workspace", default=None, metavar="NAME",
+    help="Search every repository of workspace NAME in one ranking (`llmc workspace`).",
+)  # fmt: skip
 @verbose_option
 def search_cmd(
     query: str, k: int | None, route: str | None, as_json: bool, explain: bool,
     root: Path, no_bm25: bool, no_dense: bool, no_routing: bool, no_exact: bool,
     fusion: str | None, hyde: bool | None, graph: bool | None, rerank: bool | None,
     llm_rerank: bool | None, budget_ms: float | None, verbose: int,
+    workspace: str | None = None,
 ) -> None:  # fmt: skip
     """Search code and docs for QUERY; `-` reads one query per stdin line (batch mode).
 
@@ -211,6 +216,10 @@ def search_cmd(
     overrides["search.budget_ms"] = budget_ms
     cfg = load_config(root, overrides)
     ask = {"k": k, "route": route, "explain": explain}
+    if workspace is not None:  # every member, one ranking (llmc/workspace.py)
+        from llmc.cli.workspace import search_workspace
+
+        return search_workspace(workspace, query, overrides, ask, as_json)
     if query != "-":
         return _search_one(root, cfg, query, ask, as_json)
     if failed := _search_batch(root, cfg, ask, as_json):

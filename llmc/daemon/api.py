@@ -163,11 +163,14 @@ def status(ctx: Context, p: dict) -> dict:
 
 
 def search(ctx: Context, p: dict) -> dict:
-    check_known(p, ("query", "q", "k", "route", "explain", "config", "extras"))
+    check_known(p, ("query", "q", "k", "route", "explain", "config", "extras", "workspace"))
     if "q" in p and "query" not in p:
         p = {**p, "query": p["q"]}
     query = _str(p, "query", required=True, max_len=MAX_QUERY_CHARS)
     route = _choice(p, "route", ROUTES)
+    workspace = _str(p, "workspace", max_len=64)
+    if workspace is not None:
+        return _search_workspace(ctx, p, workspace, query, route)
     try:
         return ctx.engine.search(
             query,
@@ -183,6 +186,31 @@ def search(ctx: Context, p: dict) -> dict:
         raise ApiError(409, "config_mismatch", str(e)) from e
     except RequestConfigError as e:  # a daemon setting, or a value out of bounds
         raise ApiError(400, "config_refused" if e.refused else "bad_request", str(e)) from e
+
+
+def _search_workspace(ctx: Context, p: dict, name: str, query: str, route: str | None) -> dict:
+    """Every member of the user's workspace ``name``, one ranking (llmc/workspace.py): this
+    engine answers for its own repository, the others' daemons or this process for theirs."""
+    from llmc import workspace
+    from llmc.errors import LlmcError
+
+    own = ctx.engine.root.resolve()
+    config = _config(p)
+
+    def ask(member: workspace.Member, params: dict) -> dict:
+        if member.root.resolve() == own:
+            try:
+                return ctx.engine.search(query, k=params["k"], route=route, config=config)
+            except (ConfigMismatch, RequestConfigError) as e:
+                raise LlmcError(str(e)) from e
+        return workspace.shared_searchers().ask(member, params)
+
+    try:
+        return workspace.search(name, query, ask, k=_int(p, "k", 1, 1000), route=route)
+    except workspace.UnknownWorkspace as e:
+        raise ApiError(404, "workspace_unknown", str(e)) from e
+    except LlmcError as e:  # no member could answer
+        raise ApiError(503, "workspace_unavailable", str(e)) from e
 
 
 def reindex(ctx: Context, p: dict) -> dict:

@@ -49,6 +49,14 @@ TOOLS: list[dict[str, Any]] = [
                     "enum": ["auto", "code", "docs", "mixed"],
                     "description": "Search code, docs or both (default: decided per query).",
                 },
+                "workspace": {
+                    "type": "string",
+                    "maxLength": 64,
+                    "description": (
+                        "Search every repository of this workspace (`llmc workspace list`) "
+                        "in one ranking; each result names its repo."
+                    ),
+                },
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -152,6 +160,8 @@ def _render_search(out: dict[str, Any]) -> str:
     lines = [f"{len(out.get('results', []))} results for {out.get('query', '')!r}"]
     for i, r in enumerate(out.get("results", []), 1):
         where = f"{r['path']}:{r['start_line']}-{r['end_line']}"
+        if r.get("repo"):  # a workspace search: the member's short name first
+            where = f"{r['repo']}: {where}"
         what = " ".join(x for x in (r.get("kind"), r.get("symbol")) if x)
         lines.append(f"\n{i}. {where} {what} (score {r.get('score', 0):.3f})")
         if r.get("snippet"):
