@@ -13,7 +13,9 @@ is that second phase, shared by `llmc index` (foreground, with progress) and the
   chunk in flight and another writer (a git hook's `llmc index`) waits for one commit, not
   for the whole backfill;
 - the (model, text hash) embedding cache answers first, so moved or restored text is
-  never embedded twice.
+  never embedded twice; what it lacks, the caches of the repository's other git worktrees
+  are asked for next (read-only, ``worktree_cache``), so a new worktree does not embed
+  again what its siblings already have.
 
 ``Coverage`` is what search and `llmc status` report meanwhile:
 "dense: 34% of spans embedded (1,203 of 3,540)".
@@ -26,8 +28,10 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from llmc.index.worktree_cache import SiblingCache
 from llmc.store.db import VectorSpace, embed_hash
 from llmc.types import CODE, DOC
 
@@ -127,11 +131,18 @@ class Backfill:
         self.model_id = model_id
         self.progress = progress
         self.chunk_spans = max(1, chunk_spans or default_chunk_spans())
+        self.siblings = SiblingCache(Path(store.path).parent.parent)  # other worktrees
 
     def run(self, summary: IndexSummary, stop: Callable[[], bool] | None = None) -> bool:
         """Embed what is missing; False when ``stop()`` said so (or the model changed
         under us) before the end. Counts go to ``summary`` (embedded, embed_cached,
         embed_seconds, model_changed)."""
+        try:
+            return self._run(summary, stop)
+        finally:
+            self.siblings.close()
+
+    def _run(self, summary: IndexSummary, stop: Callable[[], bool] | None) -> bool:
         with self.lock:
             spaces = self._ensure_vector_spaces(summary)
         todo = {c: self.store.missing_vectors(c) for c in spaces}
@@ -196,6 +207,8 @@ class Backfill:
         live = [spans[i] for i in ids if i in spans]
         hashes = [embed_hash(s.span) for s in live]
         cached = self.store.cached_vectors(model_id, hashes)
+        borrowed = self._borrow(category, model_id, [h for h in hashes if h not in cached])
+        cached.update(borrowed)
         todo: dict[str, str] = {}
         for s, h in zip(live, hashes, strict=True):
             if h not in cached:
@@ -221,8 +234,15 @@ class Backfill:
                     "(run `llmc index` again)"
                 )
                 return False
-            self.store.add_vectors(category, model_id, items, fresh.items())
+            self.store.add_vectors(category, model_id, items, {**borrowed, **fresh}.items())
         return True
+
+    def _borrow(self, category: str, model_id: str, hashes: list[str]) -> dict:
+        """Vectors for ``hashes`` from the sibling worktrees' caches (see the module doc)."""
+        if not hashes:
+            return {}
+        space = self.store.vector_space(category)
+        return self.siblings.lookup(model_id, hashes, space.dim if space is not None else None)
 
     def _space_moved(self, category: str, model_id: str) -> bool:
         space = self.store.vector_space(category)
