@@ -57,6 +57,9 @@ _COUNT_KEYS = frozenset(
 )
 
 
+_new = tuple.__new__  # a row record (a NamedTuple) from a list already checked: no __init__
+
+
 class _Bad(Exception):
     """A record that is not what this module writes."""
 
@@ -104,7 +107,7 @@ def facts_from_data(data: Any, path: str | None = None) -> FileFacts | None:
             # one pass: a row that is not a list of n values of these types is left out
             # (and then the counts differ); ``true`` passes for an int, as 1 would
             out = [
-                kind(*row)
+                _new(kind, row)
                 for row in got
                 if type(row) is list and len(row) == n and all(map(isinstance, row, types))
             ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 SCHEMA = "llmc.rag_graph"
 SCHEMA_VERSION = 1
@@ -71,19 +71,7 @@ def split_node_id(nid: str) -> tuple[str, str]:
     return path, qual
 
 
-class _Row:
-    """Serialise a flat dataclass as a list of its field values (JSON-friendly)."""
-
-    def to_row(self) -> list[Any]:
-        return [getattr(self, f.name) for f in fields(self)]  # type: ignore[arg-type]
-
-    @classmethod
-    def from_row(cls, row: list[Any]):
-        return cls(*row)
-
-
-@dataclass(frozen=True)
-class Def(_Row):
+class Def(NamedTuple):
     """A definition; ``qualname`` is relative to its file (``Class.method``)."""
 
     name: str
@@ -95,8 +83,7 @@ class Def(_Row):
     test: bool = False
 
 
-@dataclass(frozen=True)
-class Call(_Row):
+class Call(NamedTuple):
     """A call (or ``new``) in ``scope`` (qualname of the enclosing def, "" = module)."""
 
     scope: str
@@ -106,8 +93,7 @@ class Call(_Row):
     new: bool = False
 
 
-@dataclass(frozen=True)
-class Import(_Row):
+class Import(NamedTuple):
     """One imported module and the names bound from it.
 
     ``names`` is a list of ``[name, alias]``; ``["*", ""]`` is a wildcard. ``alias`` binds the
@@ -124,8 +110,7 @@ class Import(_Row):
     scope: str = ""
 
 
-@dataclass(frozen=True)
-class Binding(_Row):
+class Binding(NamedTuple):
     """``name`` in ``scope`` holds a value of type ``type``, the result of calling ``call``,
     or whatever the expression ``value`` denotes.
 
@@ -140,15 +125,13 @@ class Binding(_Row):
     value: str = ""  # an alias: ``name = other.thing`` (not called)
 
 
-@dataclass(frozen=True)
-class Inherit(_Row):
+class Inherit(NamedTuple):
     scope: str  # qualname of the class (or impl pseudo-def) that inherits
     base: str
     line: int
 
 
-@dataclass(frozen=True)
-class Mention(_Row):
+class Mention(NamedTuple):
     """A doc section's reference to code: inline code, autodoc directive, link or path."""
 
     scope: str  # section qualname
@@ -197,14 +180,12 @@ class FileFacts:
             "end_line": self.end_line,
         }
         for key in self._ROWS:
-            out[key] = [r.to_row() for r in getattr(self, key)]
+            out[key] = [list(r) for r in getattr(self, key)]
         return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FileFacts:
-        rows = {
-            key: [kind.from_row(r) for r in data.get(key, ())] for key, kind in cls._ROWS.items()
-        }
+        rows = {key: [kind(*r) for r in data.get(key, ())] for key, kind in cls._ROWS.items()}
         return cls(
             path=data["path"],
             lang=data["lang"],

@@ -196,7 +196,7 @@ def value(r: Lookup, key: tuple) -> Any:
             f.default_export,
             r.nodes[arg].get("module", ""),
             tuple((d.name, d.qualname, d.kind, d.returns, d.test) for d in f.defs),
-            tuple(tuple(map(_frozen, i.to_row())) for i in f.imports),
+            tuple(tuple(map(_frozen, i)) for i in f.imports),
         )
     if kind == "bind":
         f = r.facts.get(arg)
