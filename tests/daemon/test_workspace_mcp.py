@@ -1,8 +1,10 @@
-"""The MCP ``search`` tool with ``workspace``, driven by the official SDK client over stdio.
+"""The MCP ``search`` tool with ``workspace``, driven by the official SDK client over stdio,
+and ``/v1/search`` with ``workspace`` on a running daemon.
 
 `llmc mcp` runs in repository A with no daemon; the workspace (A, B and a directory with
 no index) lives in the user's config dir, so the call searches A and B in one ranking and
-says in one warning that the third was left out.
+says in one warning that the third was left out. Then B runs a daemon: its `/v1/search`
+answers for B and searches A beside it, and `llmc search --workspace` asks B's daemon.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
-from daemon_helpers import FILES, child_env, llmc, make_git_repo
+from daemon_helpers import FILES, child_env, llmc, make_git_repo, start_daemon, stop_daemon
 from waiting import HANG_S
 
 SMALL = {
@@ -26,7 +28,7 @@ SMALL = {
 
 
 @pytest.fixture(scope="module")
-def workspace_env(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+def workspace_env(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
     base = tmp_path_factory.mktemp("mcp-ws")
     a = make_git_repo(base / "a", FILES)
     b = make_git_repo(base / "b", SMALL)
@@ -35,7 +37,7 @@ def workspace_env(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     for root in (a, b):
         llmc("index", str(root), "--quiet", "--no-vectors", env=env)
     llmc("workspace", "add", "team", str(a), str(b), str(bare), env=env)
-    return a, env
+    return a, b, env
 
 
 def _text(result: Any) -> str:
@@ -46,7 +48,7 @@ def test_mcp_search_takes_a_workspace(workspace_env, tmp_path) -> None:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    root, env = workspace_env
+    root, _, env = workspace_env
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "llmc", "mcp", "--repo", str(root)], env=env
     )
@@ -83,3 +85,20 @@ def test_mcp_search_takes_a_workspace(workspace_env, tmp_path) -> None:
     except BaseException:
         print(errlog.read_text(errors="replace"), file=sys.stderr)  # the server's stderr
         raise
+
+
+def test_a_daemon_answers_a_workspace_search(workspace_env) -> None:
+    import json
+
+    a, b, env = workspace_env
+    env = {k: v for k, v in env.items() if k != "LLMC_NO_DAEMON"}
+    handle = start_daemon(b, env)
+    try:
+        out = handle.search("retry the invoice webhook", workspace="team", k=5)
+        assert out["workspace"] == "team" and out["results"][0]["repo"] == "b"
+        assert {m["name"] for m in out["members"] if "error" not in m} == {"a", "b"}
+        cli = llmc("search", "--workspace", "team", "retry the invoice webhook", "--json", env=env)
+        merged = json.loads(cli.stdout)
+        assert merged["results"][0]["repo"] == "b" and merged["results"][0]["repo_root"] == str(b)
+    finally:
+        stop_daemon(b, env)
