@@ -250,6 +250,24 @@ def print_search(con: Console, response: SearchResponse, explain: bool) -> None:
         console(stderr=True).print(f"warning: {w}", markup=False, style="yellow")
 
 
+def print_files(con: Console, answer: dict) -> None:
+    """A file-level answer (--files): rank, path, score, then its best spans' lines."""
+    from rich.markup import escape
+
+    if not answer.get("files"):
+        con.print("no results", style="yellow")
+    for rank, f in enumerate(answer.get("files", []), start=1):
+        con.print(
+            f"[bold cyan]{rank:>2}.[/] [green]{escape(f['path'])}[/]  "
+            f"[dim]{f['score']:.4f}, {f['matched_spans']} span(s)[/]"
+        )
+        for sp in f["spans"]:
+            what = f"  [bold]{escape(sp['symbol'])}[/] [dim]{escape(sp['kind'])}[/]"
+            con.print(f"    :{sp['start_line']}-{sp['end_line']}{what if sp['symbol'] else ''}")
+    for w in answer.get("warnings", []):
+        console(stderr=True).print(f"warning: {w}", markup=False, style="yellow")
+
+
 def print_search_error(query: str, error: Exception, as_json: bool) -> None:
     """A failed query of a batch: an error object with --json, else one line."""
     if as_json:

@@ -84,6 +84,8 @@ def _ask_daemon(
 def _print_answer(answer: dict[str, Any], as_json: bool, explain: bool, con: Any = None) -> None:
     if as_json:
         return render.print_json(answer)
+    if answer.get("group") == "file":
+        return render.print_files(con or render.console(), answer)
     from llmc.daemon.answers import search_response
 
     render.print_search(con or render.console(), search_response(answer), explain)
@@ -98,12 +100,27 @@ def _search_one(root: Path, cfg: Config, query: str, ask: dict[str, Any], as_jso
     from llmc.search import Searcher
 
     with Searcher(root, cfg) as searcher:
-        response = searcher.search(query, **ask)
+        response = _local_search(searcher, cfg, query, ask)
+    if isinstance(response, dict):  # --files
+        return _print_answer(response, as_json, ask["explain"])
     _log_query(root, cfg, response.to_json())
     if as_json:
         render.print_json(response.to_json())
     else:
         render.print_search(render.console(), response, ask["explain"])
+
+
+def _local_search(searcher: Any, cfg: Config, query: str, ask: dict[str, Any]) -> Any:
+    """This process's answer: a SearchResponse, or with ``group: file`` the file-level
+    JSON object (llmc/search/files.py), as the daemon gives it."""
+    if ask.get("group") != "file":
+        return searcher.search(query, **ask)
+    from llmc.search.files import FILE_SPANS, files_json
+
+    want = ask["k"] or cfg.search.k
+    spans = {**ask, "k": max(FILE_SPANS, want)}
+    spans.pop("group")
+    return files_json(searcher.search(query, **spans).to_json(), want)
 
 
 def _search_batch(root: Path, cfg: Config, ask: dict[str, Any], as_json: bool) -> int:
@@ -129,7 +146,9 @@ def _search_batch(root: Path, cfg: Config, ask: dict[str, Any], as_json: bool) -
 
                         searcher = stack.enter_context(Searcher(root, cfg))
                         searcher.warm()
-                    response = searcher.search(q, **ask)
+                    response = _local_search(searcher, cfg, q, ask)
+                    if isinstance(response, dict):  # --files: printed like a daemon's
+                        answer = response
             except IndexMissingError:
                 raise
             except LlmcError as e:
@@ -157,6 +176,11 @@ def _search_batch(root: Path, cfg: Config, ask: dict[str, Any], as_json: bool) -
 )  # fmt: skip
 @json_option
 @click.option("--explain", is_flag=True, help="Show the route, each retriever's hits, fusion.")
+@click.option(
+    "--files", "by_file", is_flag=True,
+    help="Answer with files: -k files ranked by their spans' evidence, each with its best "
+    "1-3 spans (JSON: `files` instead of `results`).",
+)  # fmt: skip
 @repo_option
 @click.option("--no-bm25", is_flag=True, help="Switch BM25 off (search.bm25).")
 @click.option("--no-dense", is_flag=True, help="Switch dense retrieval off (search.dense).")
@@ -193,7 +217,7 @@ def _search_batch(root: Path, cfg: Config, ask: dict[str, Any], as_json: bool) -
 @verbose_option
 def search_cmd(
     query: str, k: int | None, route: str | None, as_json: bool, explain: bool,
-    root: Path, no_bm25: bool, no_dense: bool, no_routing: bool, no_exact: bool,
+    by_file: bool, root: Path, no_bm25: bool, no_dense: bool, no_routing: bool, no_exact: bool,
     fusion: str | None, hyde: bool | None, graph: bool | None, rerank: bool | None,
     llm_rerank: bool | None, budget_ms: float | None, verbose: int,
     workspace: str | None = None,
@@ -203,6 +227,8 @@ def search_cmd(
     With --json, each query prints one JSON object on one line: query, route, results
     (path, start_line, end_line, symbol, kind, lang, score, sources, snippet), timings_ms,
     took_ms, warnings. Paths are relative to the repo root, lines 1-based and inclusive.
+    With --files, `group: "file"` and `files` replace `results`: each file's path, score,
+    matched_spans and its best spans (start_line, end_line, symbol, kind, score, snippet).
 
     Each query keeps a latency budget (--budget-ms, search.budget_ms): HyDE's LLM, the
     cross-encoder and the LLM rerank run only when their learned cost fits, unless asked
@@ -216,6 +242,8 @@ def search_cmd(
     overrides["search.budget_ms"] = budget_ms
     cfg = load_config(root, overrides)
     ask = {"k": k, "route": route, "explain": explain}
+    if by_file:
+        ask["group"] = "file"
     if workspace is not None:  # every member, one ranking (llmc/workspace.py)
         from llmc.cli.workspace import search_workspace
 

@@ -162,19 +162,37 @@ def status(ctx: Context, p: dict) -> dict:
     return out
 
 
+GROUPS = ("span", "file")
+
+
 def search(ctx: Context, p: dict) -> dict:
-    check_known(p, ("query", "q", "k", "route", "explain", "config", "extras", "workspace"))
+    check_known(
+        p, ("query", "q", "k", "route", "explain", "config", "extras", "workspace", "group")
+    )
     if "q" in p and "query" not in p:
         p = {**p, "query": p["q"]}
     query = _str(p, "query", required=True, max_len=MAX_QUERY_CHARS)
     route = _choice(p, "route", ROUTES)
+    by_file = _choice(p, "group", GROUPS) == "file"
     workspace = _str(p, "workspace", max_len=64)
     if workspace is not None:
+        if by_file:
+            raise bad("group 'file' is not available with workspace")
         return _search_workspace(ctx, p, workspace, query, route)
+    k = _int(p, "k", 1, 1000)
     try:
+        if by_file:  # a deep span list, grouped into k files (llmc/search/files.py)
+            from llmc.search.files import FILE_SPANS, files_json
+
+            want = k or _default_k(ctx)
+            out = ctx.engine.search(
+                query, k=max(FILE_SPANS, want), route=route, explain=_bool(p, "explain"),
+                config=_config(p), extras=_bool(p, "extras"),
+            )  # fmt: skip
+            return files_json(out, want)
         return ctx.engine.search(
             query,
-            k=_int(p, "k", 1, 1000),
+            k=k,
             route=route,
             explain=_bool(p, "explain"),
             config=_config(p),
@@ -186,6 +204,11 @@ def search(ctx: Context, p: dict) -> dict:
         raise ApiError(409, "config_mismatch", str(e)) from e
     except RequestConfigError as e:  # a daemon setting, or a value out of bounds
         raise ApiError(400, "config_refused" if e.refused else "bad_request", str(e)) from e
+
+
+def _default_k(ctx: Context) -> int:
+    cfg = getattr(ctx.engine, "cfg", None)
+    return int(getattr(getattr(cfg, "search", None), "k", 10) or 10)
 
 
 def _search_workspace(ctx: Context, p: dict, name: str, query: str, route: str | None) -> dict:

@@ -37,7 +37,8 @@ TOOLS: list[dict[str, Any]] = [
         "title": "Search code and docs",
         "description": (
             "Ranked code and documentation spans (path, start_line, end_line, symbol, "
-            "snippet) for a natural-language or identifier query."
+            "snippet) for a natural-language or identifier query; with group `file`, "
+            "ranked files, each with its best spans."
         ),
         "inputSchema": {
             "type": "object",
@@ -48,6 +49,14 @@ TOOLS: list[dict[str, Any]] = [
                     "type": "string",
                     "enum": ["auto", "code", "docs", "mixed"],
                     "description": "Search code, docs or both (default: decided per query).",
+                },
+                "group": {
+                    "type": "string",
+                    "enum": ["span", "file"],
+                    "description": (
+                        "`file`: k files ranked by their spans' evidence, each with its "
+                        "best spans (which files does this issue touch?); default `span`."
+                    ),
                 },
                 "workspace": {
                     "type": "string",
@@ -156,7 +165,21 @@ class UnknownToolError(LookupError):
     """A tools/call for a tool this server does not have (a protocol error, not a tool error)."""
 
 
+def _render_files(out: dict[str, Any]) -> str:
+    lines = [f"{len(out.get('files', []))} files for {out.get('query', '')!r}"]
+    for i, f in enumerate(out.get("files", []), 1):
+        lines.append(f"\n{i}. {f['path']} (score {f.get('score', 0):.3f})")
+        for s in f.get("spans", []):
+            what = " ".join(x for x in (s.get("kind"), s.get("symbol")) if x)
+            lines.append(f"   {f['path']}:{s['start_line']}-{s['end_line']} {what}".rstrip())
+    for w in out.get("warnings", []):
+        lines.append(f"\nwarning: {w}")
+    return "\n".join(lines)
+
+
 def _render_search(out: dict[str, Any]) -> str:
+    if out.get("group") == "file":
+        return _render_files(out)
     lines = [f"{len(out.get('results', []))} results for {out.get('query', '')!r}"]
     for i, r in enumerate(out.get("results", []), 1):
         where = f"{r['path']}:{r['start_line']}-{r['end_line']}"
