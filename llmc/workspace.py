@@ -282,13 +282,25 @@ def search(
 
 
 # -- asking a member ------------------------------------------------------------------------
+# ``llmc.daemon.client.try_daemon``'s shape: (root, endpoint, params, config) -> the answer,
+# or None when no daemon answers. The caller hands it in (the CLI, the daemon), so this
+# module stands below daemon/ and never imports it.
+DaemonAsk = Callable[[Path, str, dict[str, Any], Any], "dict[str, Any] | None"]
+
+
 class MemberSearchers:
     """In-process searchers of members without a daemon, opened on first use and kept
     (at most ``limit``, least recently used closed first) until ``close()``."""
 
-    def __init__(self, overrides: dict[str, Any] | None = None, limit: int = 8):
+    def __init__(
+        self,
+        overrides: dict[str, Any] | None = None,
+        limit: int = 8,
+        daemon: DaemonAsk | None = None,
+    ):
         self.overrides = dict(overrides or {})
         self.limit = limit
+        self.daemon = daemon  # how to ask a member's daemon (handed down: no import up)
         self._open: OrderedDict[Path, Any] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -318,10 +330,8 @@ class MemberSearchers:
         if not (state_dir(member.root) / DB_NAME).is_file():
             raise LlmcError("no index (run `llmc index` there)")
         cfg = self.config(member.root)
-        if use_daemon:
-            from llmc.daemon.client import try_daemon
-
-            answer = try_daemon(member.root, "search", dict(params), cfg)
+        if use_daemon and self.daemon is not None:
+            answer = self.daemon(member.root, "search", dict(params), cfg)
             if answer is not None:
                 return answer
         response = self.searcher(member.root).search(
@@ -347,12 +357,13 @@ _SHARED: MemberSearchers | None = None
 _SHARED_LOCK = threading.Lock()
 
 
-def shared_searchers() -> MemberSearchers:
-    """The process-wide searchers a daemon or `llmc mcp` keeps warm across queries."""
+def shared_searchers(daemon: DaemonAsk | None = None) -> MemberSearchers:
+    """The process-wide searchers a daemon or `llmc mcp` keeps warm across queries
+    (``daemon``: how to ask the other members' daemons, set by the first caller)."""
     global _SHARED
     with _SHARED_LOCK:
         if _SHARED is None:
-            _SHARED = MemberSearchers()
+            _SHARED = MemberSearchers(daemon=daemon)
         return _SHARED
 
 

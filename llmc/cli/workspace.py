@@ -77,7 +77,9 @@ def search_workspace(
 
     if query == "-":
         raise click.UsageError("--workspace takes one query (batch mode `-` is per repository)")
-    with workspace.MemberSearchers(overrides) as searchers:
+    from llmc.daemon.client import try_daemon
+
+    with workspace.MemberSearchers(overrides, daemon=try_daemon) as searchers:
         out = workspace.search(name, query, searchers.ask, k=ask.get("k"), route=ask.get("route"))
     if as_json:
         return render.print_json(out)

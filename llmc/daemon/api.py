@@ -215,6 +215,7 @@ def _search_workspace(ctx: Context, p: dict, name: str, query: str, route: str |
     """Every member of the user's workspace ``name``, one ranking (llmc/workspace.py): this
     engine answers for its own repository, the others' daemons or this process for theirs."""
     from llmc import workspace
+    from llmc.daemon.client import try_daemon
     from llmc.errors import LlmcError
 
     own = ctx.engine.root.resolve()
@@ -226,7 +227,7 @@ def _search_workspace(ctx: Context, p: dict, name: str, query: str, route: str |
                 return ctx.engine.search(query, k=params["k"], route=route, config=config)
             except (ConfigMismatch, RequestConfigError) as e:
                 raise LlmcError(str(e)) from e
-        return workspace.shared_searchers().ask(member, params)
+        return workspace.shared_searchers(daemon=try_daemon).ask(member, params)
 
     try:
         return workspace.search(name, query, ask, k=_int(p, "k", 1, 1000), route=route)

@@ -57,6 +57,7 @@ from llmc.graph.output import (
 )
 from llmc.graph.resolve import Resolver
 from llmc.graph.tables import module_signature
+from llmc.safe_read import read_inside
 
 if TYPE_CHECKING:
     from llmc.config import GraphConfig
@@ -451,13 +452,14 @@ def _extract_one(
     spans: list[tuple] | None,
 ) -> FileFacts:
     cat = "doc" if is_doc(path, lang, category) and spec_for(path, None) is None else "code"
-    full = repo_root / path
     try:
-        size = full.stat().st_size
-        if size > cfg.max_file_size:
-            f = FileFacts(path, lang or "", cat, error=f"too large ({size} bytes)")
+        # Never through a symlink out of the repository (llmc.safe_read), like the indexer.
+        raw = read_inside(repo_root, path, cfg.max_file_size)
+        if len(raw) > cfg.max_file_size:
+            f = FileFacts(
+                path, lang or "", cat, error=f"too large (over {cfg.max_file_size} bytes)"
+            )
         else:
-            raw = full.read_bytes()
             if b"\x00" in raw[:8192]:
                 f = FileFacts(path, lang or "", cat, error="binary")
             else:

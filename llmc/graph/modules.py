@@ -21,6 +21,7 @@ from collections import defaultdict
 from pathlib import Path, PurePosixPath
 
 from llmc.graph.model import FileFacts
+from llmc.safe_read import read_inside
 
 log = logging.getLogger(__name__)
 
@@ -207,8 +208,9 @@ class ModuleIndex:
             while cur not in seen:
                 seen.add(cur)
                 try:
-                    text = (Path(repo_root) / cur / "go.mod").read_text("utf-8", "replace")
-                except OSError:
+                    rel = f"{cur}/go.mod" if cur else "go.mod"
+                    text = read_inside(repo_root, rel, 1 << 20).decode("utf-8", "replace")
+                except OSError:  # missing, or a path out of the repository
                     text = ""
                 m = re.search(r"^\s*module\s+(\S+)", text, re.M)
                 if m:

@@ -316,7 +316,7 @@ class Detector:
     def _read_map(self, rel: str) -> bytes | None:
         if self._root is None or rel not in self._tree:
             return None
-        from llmc.index.safe_read import read_inside
+        from llmc.safe_read import read_inside
 
         try:
             data = read_inside(self._root, rel, MAX_MAP_BYTES)  # never through a symlink out

@@ -23,7 +23,7 @@ import pathspec
 from llmc.config import IndexConfig
 from llmc.index import secrets
 from llmc.index.generated import Detector, drop_inline_source_map
-from llmc.index.safe_read import OutsideRepo, read_inside, within
+from llmc.safe_read import OutsideRepo, read_inside, within
 from llmc.types import SkippedFile
 
 log = logging.getLogger(__name__)

@@ -342,3 +342,24 @@ def test_the_graph_and_its_cache_are_private_files(tmp_path, filler):
     update_graph(root, f.store, f.put(), [], f.bump())
     for name in (GRAPH_FILE, FACTS_FILE):
         assert stat.S_IMODE((root / ".llmc" / name).stat().st_mode) == 0o600, name
+
+
+def test_the_graph_never_reads_through_a_symlink_out_of_the_repo(tmp_path):
+    """A rebuild (`llmc graph`, no worker saw the file) reads files itself: it goes through
+    llmc.safe_read like the indexer, so a directory symlinked out of the tree is not read."""
+    import os
+
+    from llmc.config import GraphConfig
+    from llmc.graph.build import _extract_one
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "mod.py").write_text("def outside_canary():\n    return 1\n")
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "inside.py").write_text("def inside_def():\n    return 2\n")
+    os.symlink(outside, root / "pkg")
+    escaped = _extract_one(root, "pkg/mod.py", "python", "code", GraphConfig(), None)
+    assert escaped.defs == [] and escaped.error.startswith("unreadable")
+    inside = _extract_one(root, "inside.py", "python", "code", GraphConfig(), None)
+    assert [d.name for d in inside.defs] == ["inside_def"]

@@ -211,7 +211,7 @@ def test_a_path_swapped_for_a_symlink_after_the_walk_is_refused(tmp_path):
 def test_a_directory_swapped_between_resolving_and_opening_is_refused(tmp_path, monkeypatch):
     import pytest
 
-    from llmc.index import safe_read
+    from llmc import safe_read
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -238,7 +238,7 @@ def test_a_directory_swapped_between_resolving_and_opening_is_refused(tmp_path, 
 def test_safe_read_refuses_fifos_and_reads_inner_symlinks(tmp_path):
     import pytest
 
-    from llmc.index.safe_read import read_inside
+    from llmc.safe_read import read_inside
 
     root = make_repo(tmp_path / "r", {"a.py": "a = 1\n"}, use_git=False)
     os.symlink("a.py", root / "inner.py")
