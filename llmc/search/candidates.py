@@ -39,12 +39,16 @@ def retrieve_lists(
     k: int,
     trace: Trace,
     hyde_stage: hyde.HydeStage | None,
+    dense_text: str | None = None,
 ) -> tuple[list[RankedList], RouteDecision]:
-    """The ranked lists for ``text`` and the decision, widened by a route fallback."""
+    """The ranked lists for ``text`` and the decision, widened by a route fallback;
+    ``dense_text``: what the embedders (and HyDE) read instead, when it differs (a long
+    query's title and first paragraph, ``report.py``)."""
+    dense_text = text if dense_text is None else dense_text
     lists: dict[str, list[RankedList]] = {}
     for r in (CODE_ROUTE, DOCS_ROUTE):
         if decision.weight(r) > 0:
-            lists[r] = route_lists(sources, text, ROUTE_CATEGORY[r], k, trace)
+            lists[r] = route_lists(sources, text, ROUTE_CATEGORY[r], k, trace, dense_text)
     favoured, other = (
         (CODE_ROUTE, DOCS_ROUTE) if decision.p_code >= 0.5 else (DOCS_ROUTE, CODE_ROUTE)
     )
@@ -52,7 +56,7 @@ def retrieve_lists(
     floor = sources.cfg.search.dense_floor
     if not found(lists.get(favoured, []), pinned_favoured, floor) and decision.weight(other) < 1:
         if other not in lists:
-            lists[other] = route_lists(sources, text, ROUTE_CATEGORY[other], k, trace)
+            lists[other] = route_lists(sources, text, ROUTE_CATEGORY[other], k, trace, dense_text)
         why = f"fallback: the {favoured} route found nothing above the floor; {other} searched"
         decision = dataclasses.replace(
             decision,
@@ -62,7 +66,7 @@ def retrieve_lists(
         trace.note("retrieve", why)
     out = [ranked for r in (CODE_ROUTE, DOCS_ROUTE) for ranked in lists.get(r, [])]
     if hyde_stage is not None:
-        out = run_hyde(sources, hyde_stage, text, decision, out, k, trace)
+        out = run_hyde(sources, hyde_stage, dense_text, decision, out, k, trace)
     if exact.fused:
         out.append(retrieve.exact_list(exact.fused))
     for ranked in out:
@@ -72,9 +76,11 @@ def retrieve_lists(
 
 
 def route_lists(
-    sources: Sources, text: str, category: str, k: int, trace: Trace
-) -> list[RankedList]:
-    """BM25 and dense lists over ``category``'s spans (each when switched on and able)."""
+    sources: Sources, text: str, category: str, k: int, trace: Trace,
+    dense_text: str | None = None,
+) -> list[RankedList]:  # fmt: skip
+    """BM25 and dense lists over ``category``'s spans (each when switched on and able);
+    the embedder reads ``dense_text`` when given."""
     scfg = sources.cfg.search
     pool = scfg.ranker_depth if scfg.ranker != "fusion" else 0  # the learned ranker's pool
 
@@ -89,7 +95,7 @@ def route_lists(
             except StoreError as e:
                 trace.warn(f"{e}: BM25 skipped")
     if scfg.dense:
-        vector = sources.query_vector(text, category, trace)
+        vector = sources.query_vector(text if dense_text is None else dense_text, category, trace)
         if vector is not None:
             with trace.stage("dense"):
                 out.append(retrieve.dense(sources.knn, vector, category, depth(scfg.dense_depth)))

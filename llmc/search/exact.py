@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from llmc.config import SearchConfig
-from llmc.search import retrieve
+from llmc.search import evidence, retrieve
 from llmc.search.query import identifiers, paths
 from llmc.search.trace import Trace
-from llmc.search.types import CODE_ROUTE, DOCS_ROUTE, ROUTE_CATEGORY, RouteDecision
+from llmc.search.types import CODE_ROUTE, DOCS_ROUTE, ROUTE_CATEGORY, Candidate, RouteDecision
 from llmc.types import StoredSpan
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,6 +34,10 @@ class ExactMatch:
     pinned: tuple[int, ...] = ()
     fused: tuple[StoredSpan, ...] = ()  # definitions fused as the ``exact`` list
     defined: tuple[str, ...] = ()  # names the query mentions that the index defines
+    # a report's exact evidence (``evidence.py``): (span id, strength) of spans at quoted
+    # frames and of the definitions frames name; the indexed files the report names
+    evidence: tuple[tuple[int, int], ...] = ()
+    evidence_paths: tuple[str, ...] = ()
 
 
 def defined_names(store: Store, text: str, exact_max: int) -> tuple[str, ...]:
@@ -71,6 +75,98 @@ def exact_symbols(sources: Sources, text: str, scfg: SearchConfig, trace: Trace)
         if in_files:
             trace.note("exact", f"query names indexed file(s): {', '.join(named)}")
     return ExactMatch(tuple(pinned), tuple(fused), tuple(defined))
+
+
+def report_evidence(sources: Sources, text: str, exact: ExactMatch, trace: Trace) -> ExactMatch:
+    """A report's frames and paths, resolved against the index (an absolute path from
+    another machine by its longest indexed tail): the span holding each frame's line and
+    the definitions its function names in that file (``FRAME``), the files it names
+    (``PATH``; their first spans join the ``exact`` list), pinned definitions
+    (``DEFINITION``)."""
+    found = evidence.query_evidence(text)
+    strength: dict[int, int] = {i: evidence.DEFINITION for i in exact.pinned}
+    fused = list(exact.fused)
+    store = sources.store
+    resolved: dict[str, str | None] = {}
+
+    def resolve(path: str) -> str | None:
+        if path not in resolved:
+            resolved[path] = evidence.resolve_path(
+                path, lambda p: _indexed(store, p), lambda n: _named(store, n)
+            )
+        return resolved[path]
+
+    for frame in found.frames:
+        path = resolve(frame.path)
+        if path is None:
+            continue
+        spans = store.spans_for_path(path)
+        at = evidence.containing(
+            ((s.id, s.span.start_line, s.span.end_line) for s in spans), frame.line
+        )
+        hits = [at] if at is not None else []
+        if frame.function:
+            last = frame.function.rsplit(".", 1)[-1]
+            hits += [s.id for s in spans if frame.function in (s.span.symbol, s.span.qualname)
+                     or s.span.symbol == last]  # fmt: skip
+        for span_id in hits:
+            strength[span_id] = evidence.FRAME
+        fused += [s for s in spans if s.id in hits]
+        trace.note(
+            "evidence",
+            f"frame {path}:{frame.line}{' in ' + frame.function if frame.function else ''}: "
+            f"{len(set(hits))} span(s)",
+        )
+    paths = [p for p in dict.fromkeys(resolve(p) for p in found.paths) if p is not None]
+    for path in paths:
+        fused += retrieve.file_spans(store, [path])
+    if paths:
+        trace.note("evidence", f"names indexed file(s): {', '.join(paths)}")
+    return dataclasses.replace(
+        exact, fused=tuple(fused), evidence=tuple(strength.items()), evidence_paths=tuple(paths)
+    )
+
+
+def keep_evidence(
+    sources: Sources, ranked: Sequence[Candidate], exact: ExactMatch, decision: RouteDecision,
+    trace: Trace,
+) -> list[Candidate]:  # fmt: skip
+    """A report's ranking with its exact evidence first (``evidence.promote``): spans at
+    quoted frames, then the best-ranked span of each file it names, then the definitions
+    it names; the ranker's order among equals. On a code report a changelog without
+    evidence cannot lead."""
+    strength = dict(exact.evidence)
+    paths = sources.paths([c.span_id for c in ranked])
+    for path in exact.evidence_paths:
+        best = next((c.span_id for c in ranked if paths.get(c.span_id) == path), None)
+        if best is not None:
+            strength[best] = max(strength.get(best, 0), evidence.PATH)
+    demoted = None
+    if decision.intent == CODE_ROUTE:
+        demoted = lambda c: evidence.is_changelog(paths.get(c.span_id, ""))  # noqa: E731
+    out = evidence.promote(
+        ranked, strength, lambda c: c.span_id, demoted, lambda c: paths.get(c.span_id, "")
+    )
+    lead = [c for c in out if strength.get(c.span_id, 0) > 0]
+    if lead:
+        counts = {n: sum(1 for c in lead if strength[c.span_id] == s)
+                  for s, n in evidence.STRENGTH_NAMES.items()}  # fmt: skip
+        said = ", ".join(f"{v} {n}" for n, v in counts.items() if v)
+        trace.note("evidence", f"exact evidence ranks first: {said}")
+    return out
+
+
+def _indexed(store: Store, path: str) -> bool:
+    row = store.conn.execute("SELECT 1 FROM files WHERE path = ? LIMIT 1", (path,)).fetchone()
+    return row is not None
+
+
+def _named(store: Store, tail: str) -> list[str]:
+    """Indexed paths ending in ``/`` + ``tail`` (at most 2: one is an answer, two a doubt)."""
+    rows = store.conn.execute(
+        "SELECT path FROM files WHERE substr(path, -?) = ? LIMIT 2", (len(tail) + 1, "/" + tail)
+    )
+    return [r[0] for r in rows]
 
 
 def exact_words(
@@ -120,5 +216,7 @@ __all__ = [
     "defined_names",
     "exact_symbols",
     "exact_words",
+    "keep_evidence",
     "pinned_categories",
+    "report_evidence",
 ]

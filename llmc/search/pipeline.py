@@ -1,6 +1,9 @@
 """The search pipeline: wires the stages and fills the trace, nothing more.
 
-    query ─▶ normalize ─▶ exact symbols (definitions the query names)     exact.py
+    query ─▶ read: a short query as it is; a report split into parts      report.py
+             (BM25: its terms; dense: title + first paragraph; exact: all)
+          ─▶ exact symbols (definitions the query names); a report's       exact.py
+             frames and files, resolved against the index                 evidence.py
           ─▶ route (intent; weights for code, docs, tests; reasons)       router.py
           ─▶ retrieve: BM25 + dense per route (the other route too when   candidates.py
              the favoured one finds nothing above the floor); adaptive
@@ -15,6 +18,7 @@
              profiles offer it), when it fits the budget                  budget.py
           ─▶ LLM listwise rerank of the top few, gated (search.llm_rerank)
              and within the budget
+          ─▶ a report's exact evidence first: frames, files, definitions   evidence.py
           ─▶ results: hydrate from SQLite, drop what vanished, per-file    results.py
              cap, a code result in the top 3 when there is one
              (search.code_in_top), snippets; the explain trace when asked explain.py
@@ -50,7 +54,7 @@ from llmc.search import (
 )
 from llmc.search.explain import build_explain, why_empty
 from llmc.search.features import Pool
-from llmc.search.query import normalize_query
+from llmc.search.report import QueryParts, read_query
 from llmc.search.sources import Sources
 from llmc.search.threads import ThreadLimiter
 from llmc.search.trace import Trace
@@ -137,9 +141,10 @@ class Searcher:
     ) -> SearchResponse:
         """Answer one query; see the module docstring for the stages."""
         started = time.perf_counter()
-        text, warnings = normalize_query(query, self.cfg.search.max_query_chars)
+        parts = read_query(query, self.cfg.search.max_query_chars)  # a report: split
+        text = parts.text
         k = _check_k(self.cfg.search.k if k is None else k)
-        trace = Trace(warnings)
+        trace = Trace(parts.warnings)
         with self._lock:
             self.cfg = self._with_profile(self._tuned.refresh())  # a new `llmc tune` applies
             self.sources.begin_query(self.cfg)
@@ -150,11 +155,11 @@ class Searcher:
             try:
                 try:
                     decision, found, groups, explained = self._run(
-                        text, k, route, explain, trace, spend
+                        parts, k, route, explain, trace, spend
                     )
                 except ModelError as e:  # the query's embedding failed (a server down)
                     decision, found, groups, explained = self._without_vectors(
-                        e, text, k, route, explain, trace, spend
+                        e, parts, k, route, explain, trace, spend
                     )
             except LlmcError:
                 raise
@@ -174,13 +179,16 @@ class Searcher:
         )
 
     def _run(
-        self, text: str, k: int, route: str | None, explain: bool, trace: Trace,
+        self, parts: QueryParts, k: int, route: str | None, explain: bool, trace: Trace,
         spend: budget.Budget,
     ) -> tuple[RouteDecision, Found, tuple[tuple[str, ...], ...], Explain | None]:  # fmt: skip
         """The stages, in the order of the diagram in the module docstring."""
         cfg, sources = self.cfg, self.sources
+        text, focus, dense = parts.text, parts.focus, parts.dense  # all `text` when short
         if explain:
             trace.note("budget", self._budget_line())
+        if parts.long:
+            trace.note("query", parts.describe())
         with trace.stage("open"):
             sources.open()
         with self._threads.blas():
@@ -188,12 +196,12 @@ class Searcher:
             with trace.stage("exact"):
                 found_exact = exact.exact_symbols(sources, text, cfg.search, trace)
             with trace.stage("route"):
-                decision = self._route(text, route, found_exact.defined, trace)
-            use = self._learned(decision, text)
+                decision = self._route(focus, route, found_exact.defined, trace)
+            use = self._learned(decision, focus)
             decision, found_exact, lists = self._retrieve(
-                text, k, decision, found_exact, trace, use, spend
+                parts, k, decision, found_exact, trace, use, spend
             )
-            fused = self._learned_rank(text, decision, lists, found_exact, trace, explain, k)
+            fused = self._learned_rank(focus, decision, lists, found_exact, trace, explain, k)
             # the learned ranker's results take its own per-file cap (0: none; see config)
             cap = cfg.search.ranker_max_per_file if fused is not None else None
             if fused is None:
@@ -208,12 +216,14 @@ class Searcher:
                 trace.note(
                     "fusion", f"{cfg.search.fusion} over {len(lists)} lists: {len(fused)} spans"
                 )
-            fused = second_stage.graph_stage(sources, text, decision, fused, trace)
-            fused = second_stage.rerank_stage(sources, text, fused, trace, spend)
-            fused = second_stage.llm_rerank_stage(sources, text, fused, trace, spend)
+            fused = second_stage.graph_stage(sources, dense, decision, fused, trace)
+            fused = second_stage.rerank_stage(sources, dense, fused, trace, spend)
+            fused = second_stage.llm_rerank_stage(sources, dense, fused, trace, spend)
+            if parts.long:  # a report's frames, files and definitions are not ranked away
+                fused = exact.keep_evidence(sources, fused, found_exact, decision, trace)
             with trace.stage("results"):
                 found, groups = results.present(
-                    sources, text, fused, k, trace, cap, self._code_top(decision)
+                    sources, focus, fused, k, trace, cap, self._code_top(decision)
                 )
             explained = build_explain(sources, lists, found, groups, trace) if explain else None
             if not found:
@@ -221,7 +231,7 @@ class Searcher:
         return decision, found, groups, explained
 
     def _without_vectors(
-        self, error: ModelError, text: str, k: int, route: str | None, explain: bool,
+        self, error: ModelError, parts: QueryParts, k: int, route: str | None, explain: bool,
         trace: Trace, spend: budget.Budget,
     ) -> tuple[RouteDecision, Found, tuple[tuple[str, ...], ...], Explain | None]:  # fmt: skip
         """The query again without dense retrieval, after one warning: an embedder that
@@ -234,24 +244,29 @@ class Searcher:
         self.cfg = kept.with_values({"search.dense": False}, "fallback")
         self.sources.begin_query(self.cfg)
         try:
-            return self._run(text, k, route, explain, trace, spend)
+            return self._run(parts, k, route, explain, trace, spend)
         finally:
             self.cfg = kept
             self.sources.begin_query(kept)
 
     def _retrieve(
-        self, text: str, k: int, decision: RouteDecision, found: exact.ExactMatch, trace: Trace,
-        use: bool, spend: budget.Budget | None = None,
+        self, parts: QueryParts, k: int, decision: RouteDecision, found: exact.ExactMatch,
+        trace: Trace, use: bool, spend: budget.Budget | None = None,
     ) -> tuple[RouteDecision, exact.ExactMatch, list[RankedList]]:  # fmt: skip
         """Every retriever's list. With the learned ranker, both routes are searched: the
         router's probabilities are the ranker's features, not a gate (a route fixed by
-        ``--route`` or ``search.route`` is still the only one searched)."""
+        ``--route`` or ``search.route`` is still the only one searched). A report's parts
+        go where they suit (``report.py``): BM25 its terms, dense its title and first
+        paragraph, the exact stage its frames and paths."""
         sources = self.sources
         fixed = decision.source in ("flag", "config")
         searched = learned.open_routes(decision) if use and not fixed else decision
-        found = exact.exact_words(sources, text, searched, found, self.cfg.search, trace)
+        found = exact.exact_words(sources, parts.focus, searched, found, self.cfg.search, trace)
+        if parts.long:
+            with trace.stage("exact"):
+                found = exact.report_evidence(sources, parts.text, found, trace)
         lists, searched = candidates.retrieve_lists(
-            sources, text, searched, found, k, trace, self._hyde(spend)
+            sources, parts.lexical, searched, found, k, trace, self._hyde(spend), parts.dense
         )
         return (decision if use and not fixed else searched), found, lists
 
@@ -305,19 +320,20 @@ class Searcher:
     def candidate_pool(self, query: str, route: str | None = None) -> Pool:
         """The learned ranker's input for ``query``: every candidate with its features
         (`llmc train ranker` mines these)."""
-        text, _ = normalize_query(query, self.cfg.search.max_query_chars)
+        parts = read_query(query, self.cfg.search.max_query_chars)
+        text = parts.text
         trace = Trace()
         with self._lock, self._threads.blas():
             self.sources.begin_query(self.cfg)
             self.sources.open()
             found = exact.exact_symbols(self.sources, text, self.cfg.search, trace)
-            decision = self._route(text, route, found.defined, trace)
+            decision = self._route(parts.focus, route, found.defined, trace)
             decision, found, lists = self._retrieve(
-                text, self.cfg.search.k, decision, found, trace, True
+                parts, self.cfg.search.k, decision, found, trace, True
             )
             stage = self._ranker or learned.LearnedStage(self.cfg.search.ranker_model)
             self._ranker = stage
-            return stage.pool(self.sources, text, decision, lists, found.pinned)
+            return stage.pool(self.sources, parts.focus, decision, lists, found.pinned)
 
     def _route(
         self, text: str, flag: str | None, defined: tuple[str, ...], trace: Trace

@@ -54,9 +54,10 @@ WHOLE_QUERY = "the whole query"
 PASCAL_CASE = "PascalCase"  # also product names (SQLite, GitHub): weaker code evidence
 
 
-def normalize_query(raw: object, max_chars: int = 2000) -> tuple[str, tuple[str, ...]]:
-    """``(clean text, warnings)``: control characters, lone surrogates and excess
-    whitespace removed, cut to ``max_chars``. An empty query is an LlmcError."""
+def clean_query(raw: object, max_chars: int = 0) -> tuple[str, tuple[str, ...]]:
+    """``(clean text, warnings)`` keeping the query's lines (a report's structure):
+    control characters and lone surrogates removed, spaces within a line collapsed, cut
+    to ``max_chars`` (0: no cut) with a warning. An empty query is an LlmcError."""
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8", "replace")
     if not isinstance(raw, str):
@@ -70,13 +71,41 @@ def normalize_query(raw: object, max_chars: int = 2000) -> tuple[str, tuple[str,
     cleaned = _CONTROL.sub(" ", text).replace("\ufffd", " ")
     if cleaned != text:
         warnings.append("removed control or undecodable characters from the query")
-    text = _SPACES.sub(" ", cleaned).strip()
-    if not text:
+    lines = cleaned.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    text = "\n".join(_one_line(ln) for ln in lines).strip("\n")
+    if not text.strip():
         raise LlmcError("empty query: give some words, an identifier or a path to search for")
     if max_chars > 0 and len(text) > max_chars:
         text = text[:max_chars].rstrip()
-        warnings.append(f"query cut to its first {max_chars} characters (search.max_query_chars)")
+        warnings.append(f"query cut to its first {max_chars:,} characters")
     return text, tuple(warnings)
+
+
+def _one_line(line: str) -> str:
+    """One line of a query: its indentation kept (it marks code), inner spaces collapsed."""
+    body = line.lstrip()
+    if not body.strip():
+        return ""
+    return line[: len(line) - len(body)] + _SPACES.sub(" ", body).rstrip()
+
+
+def collapse(text: str) -> str:
+    """``text`` on one line, runs of whitespace as one space."""
+    return _SPACES.sub(" ", text).strip()
+
+
+def normalize_query(raw: object, max_chars: int = 2000) -> tuple[str, tuple[str, ...]]:
+    """``(clean text, warnings)``: control characters, lone surrogates and excess
+    whitespace removed, cut to ``max_chars``. An empty query is an LlmcError."""
+    multi, warnings = clean_query(raw)
+    text = collapse(multi)
+    if max_chars > 0 and len(text) > max_chars:
+        text = text[:max_chars].rstrip()
+        warnings = (
+            *warnings,
+            f"query cut to its first {max_chars} characters (search.max_query_chars)",
+        )
+    return text, warnings
 
 
 @dataclass(frozen=True)
@@ -198,6 +227,8 @@ __all__ = [
     "DOC_EXTENSIONS",
     "STOPWORDS",
     "Identifier",
+    "clean_query",
+    "collapse",
     "identifiers",
     "normalize_query",
     "paths",

@@ -1,0 +1,233 @@
+"""Exact evidence in a query: the files, traceback frames and definitions it names.
+
+A bug report says where to look: ``File "/home/x/proj/pkg/mod.py", line 85, in load``
+(Python), ``at load (/srv/app/lib/mod.js:10:5)`` (JavaScript), ``pkg/mod.py:85``, a path
+in a sentence. These are facts about the repository, stronger than any similarity score,
+and the ranker (trained on short questions) must not rank them away. This module finds
+them in the text (pure functions; whether a path is indexed is asked through a callable)
+and keeps them on top of a ranking (``promote``):
+
+- ``FRAME`` (3): a span at a quoted frame (path and line), and the definition the frame's
+  function names in that file;
+- ``PATH`` (2): a file the query names (also as the tail of an absolute path from another
+  machine: ``/home/x/proj/pkg/mod.py`` is ``pkg/mod.py`` when the index has that path,
+  ``site-packages/pkg/mod.py`` is ``src/pkg/mod.py`` when no other file ends so);
+- ``DEFINITION`` (1): a definition the exact stage pinned (a name the query spells).
+
+``promote`` puts the candidates with evidence first, stronger evidence first, the
+ranker's order among equals; the rest keep their order. On a code-routed report a
+changelog or release-notes file (``CHANGELOG.md``, ``NEWS``, ``whats-new.rst``), which
+names every function it ever touched, cannot lead without evidence of its own
+(``is_changelog``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from llmc.search.query import CODE_EXTENSIONS, DOC_EXTENSIONS
+
+FRAME, PATH, DEFINITION = 3, 2, 1
+STRENGTH_NAMES = {FRAME: "frame", PATH: "path named", DEFINITION: "definition named"}
+MAX_SUFFIX_PARTS = 8  # a path's tail is tried from this many parts down to one
+TAIL_PARTS = 3  # tails this short may sit anywhere in the index (a src/ layout)
+CHANGELOG_AFTER = 10  # on a code report, a changelog without evidence follows this many files
+
+_EXT = "|".join(sorted(CODE_EXTENSIONS | DOC_EXTENSIONS, key=len, reverse=True))
+_FILE = rf"(?:[A-Za-z]:)?[\w.~@+-]*(?:[/\\][\w.~@+-]+)*\.(?:{_EXT})"
+# File "/home/x/proj/pkg/mod.py", line 85, in load
+_PY_FRAME = re.compile(r'File "([^"\n]+)", line (\d+)(?:, in ([\w.<>]+))?')
+# at load (/srv/app/lib/mod.js:10:5)   at Router.handle (lib/router.js:10)   at /x/y.js:3:1
+_JS_FRAME = re.compile(
+    r"\bat (?:(?:async |new )?([\w$.<>\[\] ]+?) \()?(?:file://)?"
+    rf"({_FILE}):(\d+)(?::\d+)?\)?"
+)
+# pkg/mod.py:85, pkg/mod.py line 85, pkg/mod.py, line 85, pkg/mod.py#L85
+_PATH_LINE = re.compile(rf"(?<![\w/.\\])({_FILE})(?::|#L|,? (?:at )?line )(\d+)\b")
+# https://github.com/o/r/blob/main/pkg/mod.py#L85 (also GitLab's /-/blob/)
+_BLOB_URL = re.compile(r"https?://\S+?/blob/[^/\s]+/([^\s#?]+)#L(\d+)")
+_PATH = re.compile(rf"(?<![\w.])({_FILE})(?![\w/\\])")
+_CHANGELOG = re.compile(
+    r"^(?:change[-_ ]?logs?|changes|news|history|releases?|release[-_ ]?notes|whats[-_]?new"
+    r"|what[-_]s[-_]new|upgrading)(?:[-_.]v?[\dx][\w.]*)?$"
+)
+_NOTES_EXT = frozenset({"", "md", "markdown", "rst", "txt", "adoc"})
+_CHANGELOG_DIRS = frozenset({"changelog.d", "changes", "newsfragments", "release-notes",
+                             "release_notes", "whatsnew", "changelog"})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One traceback frame or ``path:line`` the query quotes, as written."""
+
+    path: str
+    line: int
+    function: str = ""
+
+
+@dataclass(frozen=True)
+class QueryEvidence:
+    """What the query names: frames (path, line, function) and paths, as written."""
+
+    frames: tuple[Frame, ...] = ()
+    paths: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.frames or self.paths)
+
+
+def _clean_path(path: str) -> str:
+    path = path.strip().strip("'\"`()[]<>,;").replace("\\", "/")
+    path = re.sub(r"^[A-Za-z]:/", "/", path).removeprefix("file://")
+    return path.removeprefix("./")
+
+
+def _function(name: str | None) -> str:
+    """A frame's function as a definition name: ``Router.handle`` → ``Router.handle``;
+    ``<module>``, ``Object.<anonymous>``, ``new Foo`` parts that name nothing dropped."""
+    if not name:
+        return ""
+    name = name.strip().removeprefix("async ").removeprefix("new ")
+    parts = [p for p in name.split(".") if re.fullmatch(r"[A-Za-z_$][\w$]*", p)]
+    return ".".join(parts) if parts and "<" not in name else ""
+
+
+def frames(text: str) -> list[Frame]:
+    """The frames in ``text``, in order of appearance, de-duplicated: Python traceback
+    lines, JavaScript stack lines, ``path:line``, ``path line N`` and blob URLs (``#L85``)."""
+    found: list[tuple[int, Frame]] = []
+    taken: list[tuple[int, int]] = []
+
+    def add(start: int, end: int, path: str, line: str, function: str | None) -> None:
+        if any(s <= start < e for s, e in taken):
+            return
+        taken.append((start, end))
+        found.append((start, Frame(_clean_path(path), int(line), _function(function))))
+
+    for m in _PY_FRAME.finditer(text):
+        add(m.start(), m.end(), m.group(1), m.group(2), m.group(3))
+    for m in _JS_FRAME.finditer(text):
+        add(m.start(), m.end(), m.group(2), m.group(3), m.group(1))
+    for m in _BLOB_URL.finditer(text):
+        add(m.start(), m.end(), m.group(1), m.group(2), None)
+    for m in _PATH_LINE.finditer(text):
+        add(m.start(), m.end(), m.group(1), m.group(2), None)
+    found.sort(key=lambda f: f[0])
+    return list(dict.fromkeys(f for _, f in found))
+
+
+def named_paths(text: str) -> list[str]:
+    """File paths in ``text`` (with a code or doc extension), cleaned, in order."""
+    out = [_clean_path(m.group(1)) for m in _PATH.finditer(text)]
+    return list(dict.fromkeys(p for p in out if p and not p.startswith(("http:", "https:"))))
+
+
+def query_evidence(text: str) -> QueryEvidence:
+    """The frames and paths ``text`` names (paths in frames are listed under both)."""
+    fr = frames(text)
+    paths = [f.path for f in fr] + named_paths(text)
+    return QueryEvidence(tuple(fr), tuple(dict.fromkeys(paths)))
+
+
+def path_suffixes(path: str, parts: int = MAX_SUFFIX_PARTS) -> list[str]:
+    """``path`` and its tails, longest first: ``/home/x/pkg/mod.py`` → ``home/x/pkg/mod.py``,
+    ``x/pkg/mod.py``, ``pkg/mod.py``, ``mod.py`` (at most ``parts`` parts)."""
+    pieces = [p for p in _clean_path(path).split("/") if p and p not in (".", "..")]
+    return ["/".join(pieces[i:]) for i in range(max(0, len(pieces) - parts), len(pieces))]
+
+
+def resolve_path(
+    path: str, indexed: Callable[[str], bool], by_tail: Callable[[str], Sequence[str]]
+) -> str | None:
+    """The indexed path ``path`` names: itself or its longest tail that the index holds
+    (``indexed``); else the one indexed file that ends in its tail of ``TAIL_PARTS``,
+    then fewer, parts (``by_tail``: the indexed paths equal to it or ending in ``/`` + it):
+    ``site-packages/attr/_make.py`` → ``src/attr/_make.py``. None when there is none, or
+    when a tail fits several files."""
+    tails = path_suffixes(path)
+    for tail in tails:
+        if indexed(tail):
+            return tail
+    for tail in tails[-TAIL_PARTS:]:
+        named = list(dict.fromkeys(by_tail(tail)))
+        if named:
+            return named[0] if len(named) == 1 else None
+    return None
+
+
+def is_changelog(path: str) -> bool:
+    """A changelog, release notes or news file (``CHANGELOG.md``, ``NEWS``,
+    ``docs/whats-new.rst``), or a fragment of one (``changelog.d/123.md``)."""
+    parts = path.lower().replace("\\", "/").split("/")
+    name = parts[-1]
+    stem, _, ext = name.rpartition(".") if "." in name else (name, "", "")
+    if bool(set(parts[:-1]) & _CHANGELOG_DIRS):
+        return True
+    return ext in _NOTES_EXT and bool(_CHANGELOG.match(stem))
+
+
+def containing(spans: Iterable[tuple[int, int, int]], line: int) -> int | None:
+    """The id of the smallest ``(id, start, end)`` span holding ``line`` (ties: first)."""
+    best: tuple[int, int] | None = None
+    for span_id, start, end in spans:
+        if start <= line <= end and (best is None or end - start < best[1]):
+            best = (span_id, end - start)
+    return best[0] if best else None
+
+
+C = TypeVar("C")
+
+
+def promote(
+    ranked: Sequence[C],
+    strength: Mapping[int, int],
+    span_id: Callable[[C], int],
+    demoted: Callable[[C], bool] | None = None,
+    file_of: Callable[[C], str] | None = None,
+) -> list[C]:
+    """``ranked`` with the candidates that have evidence first (``strength``: span id →
+    ``FRAME`` / ``PATH`` / ``DEFINITION``), stronger first, ``ranked``'s order among equals;
+    the rest follow in their order, except that a ``demoted`` one (a changelog on a code
+    report) comes after the others of the first ``CHANGELOG_AFTER`` files (``file_of``;
+    without it, candidates)."""
+    lead = sorted(
+        (c for c in ranked if strength.get(span_id(c), 0) > 0),
+        key=lambda c: -strength[span_id(c)],
+    )
+    rest = [c for c in ranked if strength.get(span_id(c), 0) <= 0]
+    if demoted is None:
+        return lead + rest
+    kept = [c for c in rest if not demoted(c)]
+    late = [c for c in rest if demoted(c)]
+    files: set[object] = {file_of(c) for c in lead} if file_of is not None else set()
+    cut = len(kept)
+    for i, c in enumerate(kept):
+        key: object = file_of(c) if file_of is not None else i
+        if key not in files and len(files) >= CHANGELOG_AFTER:
+            cut = i
+            break
+        files.add(key)
+    return lead + kept[:cut] + late + kept[cut:]
+
+
+__all__ = [
+    "CHANGELOG_AFTER",
+    "DEFINITION",
+    "FRAME",
+    "PATH",
+    "STRENGTH_NAMES",
+    "TAIL_PARTS",
+    "Frame",
+    "QueryEvidence",
+    "containing",
+    "frames",
+    "is_changelog",
+    "named_paths",
+    "path_suffixes",
+    "promote",
+    "query_evidence",
+    "resolve_path",
+]
