@@ -52,7 +52,7 @@ _BLOB_URL = re.compile(r"https?://\S+?/blob/[^/\s]+/([^\s#?]+)#L(\d+)")
 _PATH = re.compile(rf"(?<![\w.])({_FILE})(?![\w/\\])")
 _CHANGELOG = re.compile(
     r"^(?:change[-_ ]?logs?|changes|news|history|releases?|release[-_ ]?notes|whats[-_]?new"
-    r"|what[-_]s[-_]new|upgrading)(?:[-_.]v?[\dx][\w.]*)?$"
+    r"|what[-_]s[-_]new|upgrading|version[-_]?history)(?:[-_.]v?[\dx][\w.]*)?$"
 )
 _NOTES_EXT = frozenset({"", "md", "markdown", "rst", "txt", "adoc"})
 _CHANGELOG_DIRS = frozenset({"changelog.d", "changes", "newsfragments", "release-notes",

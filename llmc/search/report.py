@@ -1,8 +1,8 @@
 """Long queries as first-class input: a bug report split into the parts each retriever suits.
 
-A short query (at most ``LONG_WORDS`` words on one line, within ``search.max_query_chars``)
-goes to every stage as it is, exactly as before. A longer one (an issue report, a pasted
-traceback) is read into parts (``read_query``); past ``search.max_query_chars`` the parts
+A short query (at most ``LONG_WORDS`` words, within ``search.max_query_chars``; on several
+lines, at most ``LINES_WORDS`` words and no traceback frame) goes to every stage as it is,
+exactly as before. A longer one (an issue report, a pasted traceback) is read into parts (``read_query``); past ``search.max_query_chars`` the parts
 come from the first that many characters (a warning says so) while the exact stage reads
 all of it (a traceback often ends a report):
 
@@ -12,8 +12,8 @@ all of it (a traceback often ends a report):
   (de-duplicated, at most ``LEXICAL_TERMS``), dense the title and the first prose
   paragraph within the embedder's window (``DENSE_CHARS``), the exact stage the whole
   text (paths, frames, names), the router and the ranker's query features a *focus*
-  of at most ``FOCUS_WORDS`` words (title, then identifiers), so the features a model
-  trained on short questions sees stay in its range.
+  of at most ``FOCUS_WORDS`` words (title, then identifiers), so the features
+  a model trained on short questions sees stay in its range.
 
 Pure functions; the ``--explain`` trace shows the split (``describe``).
 """
@@ -26,11 +26,13 @@ from dataclasses import dataclass
 from llmc.search.evidence import frames, path_suffixes
 from llmc.search.query import STOPWORDS, clean_query, collapse, identifiers
 
-LONG_WORDS = 40  # more words than this (or more than one line) make a report
+LONG_WORDS = 40  # more words than this make a report
+LINES_WORDS = 12  # ... or more than this on several lines
 LEXICAL_TERMS = 128
 DENSE_CHARS = 1000  # ~256 word pieces: MiniLM's window
 FOCUS_WORDS = 32
 FOCUS_IDENTIFIERS = 12
+FOCUS_MIN = 4
 HARD_LIMIT = 200_000  # characters read of any query (memory stays bounded)
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -74,9 +76,13 @@ class QueryParts:
 
 
 def is_long(text: str, lines: int, max_chars: int) -> bool:
-    """Whether a query is read as a report: several lines of text, more than
-    ``LONG_WORDS`` words, or longer than ``max_chars``."""
-    return lines > 1 or len(text.split()) > LONG_WORDS or (0 < max_chars < len(text))
+    """Whether a query is read as a report: more than ``LONG_WORDS`` words, longer than
+    ``max_chars``, or several lines holding more than ``LINES_WORDS`` words or a
+    traceback frame (a pasted stack)."""
+    words = len(text.split())
+    if words > LONG_WORDS or 0 < max_chars < len(text):
+        return True
+    return lines > 1 and (words > LINES_WORDS or bool(frames(text)))
 
 
 def read_query(raw: object, max_chars: int = 2000) -> QueryParts:
@@ -140,9 +146,7 @@ def split_report(lines: list[str], text: str, warnings: tuple[str, ...] = ()) ->
     frame_words = [
         f"{path_suffixes(f.path, 3)[0] if f.path else ''} {f.function}" for f in frames(text)
     ]
-    focus_words = title.split()[:FOCUS_WORDS]
-    extra = [n for n in names[:FOCUS_IDENTIFIERS] if n not in focus_words]
-    focus = " ".join(focus_words + extra[: max(0, FOCUS_WORDS - len(focus_words))])
+    focus = _focus(title, names, paras[0] if paras else "")
     dense = title if not paras else f"{title}. {paras[0]}"
     return QueryParts(
         text=text,
@@ -157,6 +161,19 @@ def split_report(lines: list[str], text: str, warnings: tuple[str, ...] = ()) ->
         focus=focus or _cut(read, DENSE_CHARS),
         warnings=warnings,
     )
+
+
+def _focus(title: str, names: tuple[str, ...], first: str) -> str:
+    """The router's and the ranker's text: the title and the first identifiers, at most
+    ``FOCUS_WORDS`` words (a short question's length); a title of fewer than
+    ``FOCUS_MIN`` words with no identifier gets the first paragraph's words too. (The
+    first paragraph always added was worse on validation: generic prose pulls the
+    router off code.)"""
+    words = title.split()[:FOCUS_WORDS]
+    words += [n for n in names[:FOCUS_IDENTIFIERS] if n not in words]
+    if len(words) < FOCUS_MIN:
+        words += first.split()
+    return " ".join(words[:FOCUS_WORDS])
 
 
 def _lexical(title: str, names: tuple[str, ...], prose: str, code: list[str]) -> str:
@@ -186,6 +203,7 @@ __all__ = [
     "FOCUS_WORDS",
     "HARD_LIMIT",
     "LEXICAL_TERMS",
+    "LINES_WORDS",
     "LONG_WORDS",
     "QueryParts",
     "is_long",

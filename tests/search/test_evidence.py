@@ -101,7 +101,7 @@ def test_a_tail_resolves_only_when_one_file_ends_so() -> None:
 @pytest.mark.parametrize(
     "path",
     ["CHANGELOG.md", "docs/whats-new.rst", "NEWS", "HISTORY.rst", "doc/whatsnew/v2.rst",
-     "changelog.d/123.change.md", "docs/release-notes.md", "CHANGES.txt", "CHANGELOG-2.x.md"],
+     "changelog.d/123.change.md", "docs/release-notes.md", "CHANGES.txt", "CHANGELOG-2.x.md", "docs/versionhistory.rst"],
 )  # fmt: skip
 def test_changelogs_have_their_own_path_class(path: str) -> None:
     assert evidence.is_changelog(path)
@@ -183,7 +183,9 @@ def test_past_max_query_chars_the_parts_are_cut_not_the_evidence() -> None:
 def test_word_count_decides_on_one_line() -> None:
     assert not read_query(" ".join(["word"] * LONG_WORDS)).long
     assert read_query(" ".join(["word"] * (LONG_WORDS + 1))).long
-    assert read_query("first line\nsecond line").long
+    assert not read_query("first line\nsecond line").long  # two lines, not a report
+    assert read_query("first line\n" + "word " * 12).long
+    assert read_query('bad value\nFile "/x/pkg/mod.py", line 3, in f').long
 
 
 # -- through the pipeline ---------------------------------------------------------------
