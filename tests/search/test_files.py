@@ -21,6 +21,7 @@ def span(path: str, start: int, score: float) -> SimpleNamespace:
 def test_file_score_by_hand() -> None:
     assert file_score([3, 1, 7], "max") == 1.0
     assert file_score([4], "max") == 0.25
+    assert file_score([5, 2, 4, 10], "max+0.25") == pytest.approx(1 / 2 + 0.25 * (1 / 4 + 1 / 5))
     assert file_score([1, 3], "rrf10") == pytest.approx(1 / 11 + 1 / 13)
     assert file_score([1, 3], "rrf60") == pytest.approx(1 / 61 + 1 / 63)
     assert file_score([], "max") == 0.0
