@@ -35,7 +35,7 @@ from llmc.index.backfill import Backfill, Coverage, coverage
 from llmc.index.chunk import CHUNK_POLICY_KEY, chunk_policy
 from llmc.index.chunk_pool import ChunkPool
 from llmc.index.generated import SKIP_POLICY_KEY
-from llmc.index.parse_files import parse_files, split_by_stat
+from llmc.index.parse_files import parse_batches, split_by_stat
 from llmc.index.plan import plan_run
 from llmc.index.progress import (
     GuardedLock,
@@ -48,9 +48,15 @@ from llmc.index.progress import (
     mark,
 )
 from llmc.index.walk import read_text, skip_policy, walk
-from llmc.index.write_files import record_policies, records_after, usable_spaces, write_parsed
+from llmc.index.write_files import (
+    record_of,
+    record_policies,
+    records_after,
+    usable_spaces,
+    write_batch,
+)
 from llmc.paths import db_path, ensure_state_dir, lexical_path, lock_path, state_dir
-from llmc.store.db import Store, quarantine
+from llmc.store.db import FileRecord, Store, quarantine
 from llmc.store.sqlite import integrity_problem
 from llmc.types import CODE, DOC, IndexSummary
 
@@ -310,42 +316,63 @@ class Indexer:
         summary.files_unchanged = len(unchanged)
         spaces = usable_spaces(store, summary, self.model_id, self.progress.note)
         clock = lap(summary, "walk", clock)
-        parsed = parse_files(
-            self.root, self.cfg, self.progress, changed, known, summary, full or rechunk,
-            store=store, recheck=recheck, graph=True, detector=walked.detector,
-            reader=read_text, keep=self._keep_pool,
-        )  # fmt: skip
-        clock = lap(summary, "parse", clock)
-        walked_paths = {f.path for f in walked.files} - {s.path for s in summary.skipped}
-        removed = sorted(set(known) - walked_paths)
-
-        if not parsed and not removed:
-            summary.generation = store.generation
-            summary.searchable_seconds = time.perf_counter() - started
-            self._check()
-            derived.finish(self.root, self.cfg.graph, store, lexical, [], [], self.progress)
-            lap(summary, "graph", clock)
-            record_policies(store, policy, cutting)  # once committed: a crash rechecks
-            self._totals(store, summary)
-            return summary
-
-        generation = store.bump_generation()
-        summary.generation = generation
-        changed_paths = [p.file.path for p in parsed]
-        facts = {p.file.path: p.facts for p in parsed if p.facts is not None}
-        # The graph's resolution needs no span ids: a worker starts it beside the writes
-        from llmc.graph import early as graph_early
-
-        early = graph_early.start(
-            self._pool, self.root, self.cfg.graph, records_after(known, parsed, removed),
-            changed_paths, removed, generation, facts,
-        )  # fmt: skip
+        # Each batch of parsed files is written (SQLite, and the lexical update's writer)
+        # as the chunk workers hand it over, and let go: the run holds one batch's spans,
+        # not the tree's. What it keeps per file is its record, its path and its graph facts.
+        upd, generation = None, None
+        written: list[FileRecord] = []
+        changed_paths: list[str] = []
+        facts: dict[str, bytes] = {}
+        early = None
         committed = False
         try:
-            written, fields = write_parsed(
-                store, parsed, generation, spaces, summary, self.progress
-            )
+            batches = parse_batches(
+                self.root, self.cfg, self.progress, changed, known, summary, full or rechunk,
+                store=store, recheck=recheck, graph=True, detector=walked.detector,
+                reader=read_text, keep=self._keep_pool,
+            )  # fmt: skip
+            for batch in batches:
+                parsed_clock = lap(summary, "parse", clock)
+                if generation is None:
+                    generation = store.bump_generation()  # before the run's first write
+                    upd = lexical.begin_update()
+                paths = [p.file.path for p in batch]
+                spans, fields = write_batch(store, batch, generation, spaces, summary)
+                upd.remove(paths)
+                upd.add(spans, fields)
+                written += [record_of(p) for p in batch]
+                changed_paths += paths
+                facts.update((p.file.path, p.facts) for p in batch if p.facts is not None)
+                del batch, spans, fields
+                clock = lap(summary, "write", parsed_clock)
+            clock = lap(summary, "parse", clock)
+            walked_paths = {f.path for f in walked.files} - {s.path for s in summary.skipped}
+            removed = sorted(set(known) - walked_paths)
+
+            if generation is None and not removed:
+                summary.generation = store.generation
+                summary.searchable_seconds = time.perf_counter() - started
+                self._check()
+                derived.finish(self.root, self.cfg.graph, store, lexical, [], [], self.progress)
+                lap(summary, "graph", clock)
+                record_policies(store, policy, cutting)  # once committed: a crash rechecks
+                self._totals(store, summary)
+                return summary
+
+            if generation is None:
+                generation = store.bump_generation()
+                upd = lexical.begin_update()
+            summary.generation = generation
+            # The graph's resolution needs no span ids: a worker starts it beside the
+            # removals, the commit and the lexical update
+            from llmc.graph import early as graph_early
+
+            early = graph_early.start(
+                self._pool, self.root, self.cfg.graph, records_after(known, written, removed),
+                changed_paths, removed, generation, facts,
+            )  # fmt: skip
             summary.files_removed = store.remove_files(removed)
+            upd.remove(removed)
             self._check()  # before the lexical index is written under a deleted .llmc/
             clock = lap(summary, "write", clock)
             store.make_durable()
@@ -353,12 +380,17 @@ class Indexer:
         finally:
             if early is not None:
                 early.gate.open(committed)
+            if upd is not None and not committed:
+                upd.close()
         beside = early.future if early is not None else None
-        lexical.update([*removed, *changed_paths], written, generation, fields)
+        try:
+            upd.commit(generation)
+        finally:
+            upd.close()
         clock = lap(summary, "lexical", clock)
         summary.searchable_seconds = time.perf_counter() - started  # BM25 and exact answer
         self._check()
-        if beside is None and self._graph_after(len(written)):
+        if beside is None and self._graph_after(summary.spans_written):
             self._graph_later = (changed_paths, removed, facts)
         else:
             derived.finish(

@@ -11,7 +11,7 @@ its stat, so an unchanged skipped file is not read again.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,7 +58,7 @@ def split_by_stat(
     return changed, unchanged
 
 
-def parse_files(
+def parse_batches(
     root: Path,
     cfg: Config,
     progress: Progress,
@@ -72,18 +72,23 @@ def parse_files(
     detector: Detector | None = None,
     reader: Callable[..., FileText] = read_text,
     keep: Callable[[ChunkPool], None] | None = None,
-) -> list[Parsed]:
+) -> Iterator[list[Parsed]]:
     """Read and chunk the changed files; with ``graph`` (and the graph enabled), the
     chunk workers extract each file's graph facts from the same parse, and stay up
     for the graph update (handed to ``keep`` as soon as it exists, so the caller
     closes it whatever happens). ``detector``: the walk's content rules
     (they know every path of the tree, which tells compiled output from the only copy
-    of its code)."""
+    of its code).
+
+    The parsed files come as they are chunked, a batch of at most ``CHUNK_BATCH_FILES``
+    at a time, so a caller that writes each batch and lets it go holds one batch's spans,
+    not the tree's (the skip records are written once the last batch is taken)."""
     languages, reuse = set(cfg.index.languages), not (full or recheck)
     secrets_as = secrets_mode(cfg.index)
     detector = detector or Detector(cfg.index, root=root)
     progress.phase("parsing", len(files))
-    out: list[Parsed] = []
+    out: list[Parsed] = []  # the batch being chunked
+    indexable: set[str] = set()
     known_skips = store.skipped_files() if store is not None else {}
     new_skips: list[tuple[str, int, int, str, str]] = []
     pending: list[tuple[WalkedFile, str, str]] = []  # read, changed: to chunk
@@ -106,6 +111,7 @@ def parse_files(
                 )
                 continue
             out.append(Parsed(f, lang, category, digest, spans, fields, facts))
+            indexable.add(f.path)
             key = lang or "text"
             summary.files_by_lang[key] = summary.files_by_lang.get(key, 0) + 1
             for s in spans:
@@ -153,7 +159,13 @@ def parse_files(
             pending.append((f, read.text, digest))
             if len(pending) >= CHUNK_BATCH_FILES:  # bounds the texts held at once
                 chunk_pending(pool)
+                if out:
+                    yield out
+                    out = []
         chunk_pending(pool)
+        if out:
+            yield out
+            out = []
     finally:
         if not graph:
             pool.close()
@@ -161,12 +173,15 @@ def parse_files(
         # A skipped file has no row in ``files``, so it is always among ``files`` while it
         # exists; forget skips of files that are gone or that are indexable now.
         present = {f.path for f in files}
-        indexable = {p.file.path for p in out}
         forget = [p for p in known_skips if p not in present or p in indexable]
         store.set_skipped(new_skips, forget)
     for s in summary.skipped:
         log.info("skip %s: %s (%s)", s.path, s.reason, s.detail)
-    return out
 
 
-__all__ = ["CHUNK_BATCH_FILES", "Parsed", "parse_files", "split_by_stat"]
+def parse_files(*args, **kwargs) -> list[Parsed]:
+    """``parse_batches`` as one list (``--dry-run``, which writes nothing)."""
+    return [p for batch in parse_batches(*args, **kwargs) for p in batch]
+
+
+__all__ = ["CHUNK_BATCH_FILES", "Parsed", "parse_batches", "parse_files", "split_by_stat"]

@@ -11,7 +11,7 @@ are committed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -83,13 +83,27 @@ def write_parsed(
     (the rest are the backfill's); the written spans and, by span id, the lexical
     fields the chunk workers made."""
     progress.phase("writing", len(parsed))
+    return write_batch(store, parsed, generation, spaces, summary, progress.advance)
+
+
+def write_batch(
+    store: Store,
+    batch: list[Parsed],
+    generation: int,
+    spaces: dict[str, str],
+    summary: IndexSummary,
+    advance: Callable[[], None] | None = None,
+) -> tuple[list[StoredSpan], dict[int, Fields]]:
+    """``write_parsed`` of one batch (its cached vectors looked up together), without
+    a phase of its own: an index run writes each batch as the chunk workers hand it over
+    (``parse_batches``), so only one batch's spans are held at a time."""
     written: list[StoredSpan] = []
     fields: dict[int, Fields] = {}
-    for start in range(0, len(parsed), WRITE_BATCH_FILES):
-        batch = parsed[start : start + WRITE_BATCH_FILES]
-        vectors = cached_vectors(store, [s for p in batch for s in p.spans], spaces, summary)
+    for start in range(0, len(batch), WRITE_BATCH_FILES):
+        part = batch[start : start + WRITE_BATCH_FILES]
+        vectors = cached_vectors(store, [s for p in part for s in p.spans], spaces, summary)
         pos = 0
-        for p in batch:
+        for p in part:
             vecs = vectors[pos : pos + len(p.spans)]
             pos += len(p.spans)
             ids = store.replace_file(
@@ -108,19 +122,26 @@ def write_parsed(
                 fields.update(zip(ids, p.fields, strict=True))
             summary.files_indexed += 1
             summary.spans_written += len(p.spans)
-            progress.advance()
+            if advance is not None:
+                advance()
     return written, fields
 
 
+def record_of(p: Parsed) -> FileRecord:
+    """The file record ``p``'s write commits (its id aside)."""
+    f = p.file
+    return FileRecord(0, f.path, p.lang, p.category, f.size, f.mtime_ns, p.content_hash)
+
+
 def records_after(
-    known: dict[str, FileRecord], parsed: list[Parsed], removed: list[str]
+    known: dict[str, FileRecord], written: Iterable[FileRecord], removed: list[str]
 ) -> dict[str, FileRecord]:
-    """The store's file records once this run's writes are committed (ids aside)."""
+    """The store's file records once this run's writes are committed (ids aside):
+    ``known`` less ``removed``, with the ``written`` records (``record_of``)."""
     gone = set(removed)
     out = {p: r for p, r in known.items() if p not in gone}
-    for p in parsed:
-        f = p.file
-        out[f.path] = FileRecord(0, f.path, p.lang, p.category, f.size, f.mtime_ns, p.content_hash)
+    for r in written:
+        out[r.path] = r
     return out
 
 
@@ -136,7 +157,9 @@ __all__ = [
     "WRITE_BATCH_FILES",
     "cached_vectors",
     "record_policies",
+    "record_of",
     "records_after",
     "usable_spaces",
+    "write_batch",
     "write_parsed",
 ]

@@ -28,6 +28,9 @@ GENERATION_FILE = "generation"
 SCHEMA_VERSION = "1"
 FIELD_BOOSTS = {"symbol": 3.0, "path": 1.5, "header": 1.5, "text": 1.0}
 MAX_QUERY_TOKENS = 64
+# tantivy's writer buffers documents in this much memory, then writes a segment (invisible
+# until the commit): what the lexical index costs in RSS, whatever the tree's size
+WRITER_HEAP_BYTES = 64_000_000
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,11 @@ class LexicalIndex:
         _atomic_write(self.path / GENERATION_FILE, str(generation))
 
     # -- writing ----------------------------------------------------------------------------
+    def begin_update(self) -> LexicalUpdate:
+        """An update written as the spans come (``LexicalUpdate``); nothing is visible, and
+        the generation is unchanged, until its ``commit``."""
+        return LexicalUpdate(self)
+
     def update(
         self,
         remove_paths: Iterable[str],
@@ -176,25 +184,19 @@ class LexicalIndex:
     ) -> None:
         """Delete every document of ``remove_paths``, add ``add``, commit, record generation.
         ``fields`` (span id → ``span_fields``) saves tokenizing spans again."""
-        fields = fields or {}
+        upd = self.begin_update()
         try:
-            writer = self.index.writer(heap_size=64_000_000, num_threads=1)
-            for path in remove_paths:
-                writer.delete_documents_by_term("path_key", path)
-            for stored in add:
-                writer.add_document(_document(stored, fields.get(stored.id)))
-            writer.commit()
-            writer.wait_merging_threads()
-        except (ValueError, OSError, RuntimeError) as e:
-            raise StoreError(f"lexical index update failed: {e}") from e
-        self._set_generation(generation)
-        self.index.reload()
+            upd.remove(remove_paths)
+            upd.add(add, fields)
+            upd.commit(generation)
+        finally:
+            upd.close()
 
     def rebuild(self, spans: Iterable[StoredSpan], generation: int) -> int:
         """Replace the whole index with ``spans``; return how many were written."""
         count = 0
         try:
-            writer = self.index.writer(heap_size=128_000_000, num_threads=1)
+            writer = self.index.writer(heap_size=WRITER_HEAP_BYTES, num_threads=1)
             writer.delete_all_documents()
             for stored in spans:
                 writer.add_document(_document(stored))
@@ -270,6 +272,60 @@ class LexicalIndex:
         return out
 
 
+class LexicalUpdate:
+    """One update of a ``LexicalIndex``, written batch by batch: ``remove`` a file's
+    documents before ``add``-ing its new ones (tantivy applies a delete to the documents
+    added before it only), ``commit`` once the store's writes are durable. Until then the
+    documents sit in the writer's bounded heap (``WRITER_HEAP_BYTES``) or in segments no
+    reader sees; ``close`` without a commit drops them (a crash does too: the generation
+    file still names the old content, and the next run rebuilds from SQLite)."""
+
+    def __init__(self, lexical: LexicalIndex):
+        self.lexical = lexical
+        try:
+            self._writer = lexical.index.writer(heap_size=WRITER_HEAP_BYTES, num_threads=1)
+        except (ValueError, OSError, RuntimeError) as e:
+            raise StoreError(f"lexical index update failed: {e}") from e
+
+    def remove(self, paths: Iterable[str]) -> None:
+        try:
+            for path in paths:
+                self._writer.delete_documents_by_term("path_key", path)
+        except (ValueError, OSError, RuntimeError) as e:
+            raise StoreError(f"lexical index update failed: {e}") from e
+
+    def add(self, spans: Iterable[StoredSpan], fields: Mapping[int, Fields] | None = None) -> None:
+        """Add ``spans``' documents; ``fields`` (span id → ``span_fields``) saves
+        tokenizing them again."""
+        fields = fields or {}
+        try:
+            for stored in spans:
+                self._writer.add_document(_document(stored, fields.get(stored.id)))
+        except (ValueError, OSError, RuntimeError) as e:
+            raise StoreError(f"lexical index update failed: {e}") from e
+
+    def commit(self, generation: int) -> None:
+        """Make the update visible and record ``generation`` (the store's, durable)."""
+        try:
+            self._writer.commit()
+            self._writer.wait_merging_threads()
+        except (ValueError, OSError, RuntimeError) as e:
+            raise StoreError(f"lexical index update failed: {e}") from e
+        finally:
+            self._writer = None  # its lock goes with it
+        self.lexical._set_generation(generation)
+        self.lexical.index.reload()
+
+    def close(self) -> None:
+        """Drop what was not committed, and the writer's lock."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                writer.rollback()
+            except (ValueError, OSError, RuntimeError) as e:
+                log.debug("lexical index rollback: %s", e)
+
+
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as f:
@@ -279,4 +335,4 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["Fields", "LexicalHit", "LexicalIndex", "span_fields"]
+__all__ = ["Fields", "LexicalHit", "LexicalIndex", "LexicalUpdate", "span_fields"]

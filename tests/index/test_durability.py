@@ -21,7 +21,7 @@ import llmc.graph.build
 from llmc.cli import main
 from llmc.paths import db_path, graph_path, lexical_path
 from llmc.store.db import Store
-from llmc.store.lexical import LexicalIndex
+from llmc.store.lexical import LexicalIndex, LexicalUpdate
 
 NEW_CODE = '''
 
@@ -155,7 +155,7 @@ def test_derived_indexes_record_only_durable_generations(tmp_path, monkeypatch):
 
         return wrapper
 
-    monkeypatch.setattr(LexicalIndex, "update", spy("update", LexicalIndex.update, 3))
+    monkeypatch.setattr(LexicalUpdate, "commit", spy("update", LexicalUpdate.commit, 1))
     monkeypatch.setattr(LexicalIndex, "rebuild", spy("rebuild", LexicalIndex.rebuild, 2))
     monkeypatch.setattr(
         llmc.graph.build, "update_graph", spy("graph", llmc.graph.build.update_graph, 4)
