@@ -81,10 +81,13 @@ def report_evidence(sources: Sources, text: str, exact: ExactMatch, trace: Trace
     """A report's frames and paths, resolved against the index (an absolute path from
     another machine by its longest indexed tail): the span holding each frame's line and
     the definitions its function names in that file (``FRAME``), the files it names
-    (``PATH``; their first spans join the ``exact`` list), pinned definitions
-    (``DEFINITION``)."""
+    (``PATH``; their first spans join the ``exact`` list), pinned code definitions
+    (``DEFINITION``: a doc section named like the project is no evidence)."""
     found = evidence.query_evidence(text)
-    strength: dict[int, int] = {i: evidence.DEFINITION for i in exact.pinned}
+    pinned = sources.spans(list(exact.pinned)) if exact.pinned else {}
+    strength: dict[int, int] = {  # a code definition; a doc heading is not one
+        i: evidence.DEFINITION for i, s in pinned.items() if s.span.category == "code"
+    }
     fused = list(exact.fused)
     store = sources.store
     resolved: dict[str, str | None] = {}

@@ -262,3 +262,16 @@ def test_a_changelog_does_not_win_a_code_report(repo_copy: Path, isolated_env) -
     assert paths[0] == "src/shop/cart.py"
     if "CHANGELOG.md" in paths:
         assert paths.index("CHANGELOG.md") >= 2
+
+
+def test_a_doc_heading_named_is_no_definition_evidence(searcher: Searcher) -> None:
+    report = (
+        "Card payments fail after following the `Installation` steps\n"
+        "We installed the toolkit in a fresh virtual environment and configured the "
+        "database as the guide says, then every card payment of an order fails with a "
+        "gateway error although refunds work."
+    )
+    response = searcher.search(report, k=5, explain=True)
+    notes = [n.note for n in response.explain.stages]
+    assert any("`Installation`" in n and "pinned" in n for n in notes)  # the exact stage
+    assert not any("exact evidence ranks first" in n for n in notes)  # the rule: not code
