@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 
-def write_atomic(path: Path, payload: bytes | list[bytes]) -> None:
-    """Write atomically (the bytes, or chunks in turn): a temp file in the same
-    directory, then ``os.replace``. The file is 0600, as everything under ``.llmc/``
+def write_atomic(path: Path, payload: bytes | Iterable[bytes]) -> None:
+    """Write atomically (the bytes, or chunks in turn, made as they are written): a temp
+    file in the same directory, then ``os.replace``. The file is 0600, as everything under ``.llmc/``
     (DESIGN.md; ``llmc.paths.tighten_state_dir``)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

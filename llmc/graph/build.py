@@ -53,7 +53,7 @@ from llmc.graph.output import (
     read_header,
     read_json,
     to_node_link,
-    write_json,
+    write_node_link,
 )
 from llmc.graph.resolve import Resolver
 from llmc.graph.tables import module_signature
@@ -284,10 +284,7 @@ def _update(
         header = graph_attrs(generation, stats, meta)
         write_atomic(graph_file, output.render(header))
     else:
-        data = to_node_link(nodes, edges, generation, stats, meta)
-        header = data["graph"]
-        write_json(graph_file, data)
-        del data
+        header = write_node_link(graph_file, nodes, edges, generation, stats, meta)
     if on_written is not None:
         on_written(stats)
     if not unchanged:
@@ -305,11 +302,15 @@ def _update(
                 resolver.encoded_results(resolver.last_resolved),
             )
         ):
+            # A kept resolver (the daemon's) keeps the encodings for its next write; a
+            # cold run's is released next, so its results are encoded as they are written
             facts_cache.write(
                 facts_file,
                 cache,
                 resolver.state_header(),
-                resolver.encoded_results(resolver.results, prune=True),
+                resolver.encoded_results(resolver.results, prune=True)
+                if warm.enabled()
+                else resolver.iter_encoded(resolver.results),
             )
         if warm.enabled() and output is None and pieces_usable(records):
             output = NodeLink(nodes, resolver.table.edges)

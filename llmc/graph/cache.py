@@ -21,6 +21,7 @@ an older llmc (``graph_facts.pickle``: never read) is deleted when found.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -190,11 +191,12 @@ def write(
     path: Path,
     data: dict[str, Any],
     state: dict[str, Any] | None = None,
-    results: dict[str, bytes] | None = None,
+    results: Mapping[str, bytes] | Iterable[tuple[str, bytes]] | None = None,
 ) -> None:
     """Write the cache whole: the header, each file's facts line (its kept bytes, or
     encoded now) and each file's result line (``results``: each file's result as JSON,
-    encoded once per resolution of the file; ``state``: what they were resolved under,
+    encoded once per resolution of the file, by path, or as (path, JSON) pairs made while
+    the file is written; ``state``: what they were resolved under,
     ``{"version", "name_fallback", "signature"}``)."""
     files = data["files"]
     for e in files.values():
@@ -206,12 +208,16 @@ def write(
         "files": {p: e["hash"] for p, e in files.items()},
         "state": state,
     }
-    chunks = [orjson.dumps(head), b"\n"]
-    for p, e in files.items():
-        chunks += (b'["f",', orjson.dumps(p), b",", e["raw"], b"]\n")
-    for p, raw in (results or {}).items():
-        chunks += (b'["r",', orjson.dumps(p), b",", raw, b"]\n")
-    write_atomic(path, chunks)
+    pairs = results.items() if isinstance(results, Mapping) else results or ()
+
+    def chunks() -> Iterator[bytes]:
+        yield orjson.dumps(head) + b"\n"
+        for p, e in files.items():
+            yield b'["f",' + orjson.dumps(p) + b"," + e["raw"] + b"]\n"
+        for p, raw in pairs:  # made as they are written when ``results`` is an iterator
+            yield b'["r",' + orjson.dumps(p) + b"," + raw + b"]\n"
+
+    write_atomic(path, chunks())
     try:
         journal(path).unlink()
     except OSError:

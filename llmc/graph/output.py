@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -213,6 +213,49 @@ def to_node_link(
     }
 
 
+WRITE_SLICE = 4096  # nodes or edges made into dicts and encoded at a time (write_node_link)
+
+
+def node_link_chunks(
+    nodes: dict[str, dict[str, Any]],
+    edges: list[tuple[str, str, str, dict[str, Any]]],
+    header: dict[str, Any],
+) -> Iterator[bytes]:
+    """``orjson.dumps(to_node_link(...))``, byte for byte, in chunks: ``WRITE_SLICE``
+    nodes or edges are made into dicts and encoded at a time, so writing the graph holds
+    one slice's copies, not a second graph (and not the whole document as one bytes)."""
+    yield b'{"directed":true,"multigraph":true,"graph":' + orjson.dumps(header) + b',"nodes":['
+    ids = sorted(nodes)
+    for start in range(0, len(ids), WRITE_SLICE):
+        part = [{"id": nid, **nodes[nid]} for nid in ids[start : start + WRITE_SLICE]]
+        yield (b"," if start else b"") + orjson.dumps(part)[1:-1]
+    del ids
+    yield b'],"edges":['
+    order = sorted(edges, key=_edge_key(edges))
+    for start in range(0, len(order), WRITE_SLICE):
+        part = [
+            {"source": s, "target": d, "key": t, "type": t, **attrs}
+            for s, d, t, attrs in order[start : start + WRITE_SLICE]
+        ]
+        yield (b"," if start else b"") + orjson.dumps(part)[1:-1]
+    yield b"]}"
+
+
+def write_node_link(
+    path: Path,
+    nodes: dict[str, dict[str, Any]],
+    edges: list[tuple[str, str, str, dict[str, Any]]],
+    generation: int,
+    stats: GraphStats,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Write ``to_node_link(...)`` atomically, slice by slice (``node_link_chunks``);
+    returns its ``graph`` attributes."""
+    header = graph_attrs(generation, stats, extra or {})
+    write_atomic(path, node_link_chunks(nodes, edges, header))
+    return header
+
+
 def _edge_key(edges: list[tuple[str, str, str, dict[str, Any]]]) -> Callable[[tuple], Any]:
     """The JSON's edge order, (source, type, target): as one string joined by NUL, which
     sorts exactly as the tuple does while no part holds a NUL (paths and names never do;
@@ -261,6 +304,8 @@ __all__ = [
     "pieces_usable",
     "read_header",
     "read_json",
+    "node_link_chunks",
     "to_node_link",
     "write_json",
+    "write_node_link",
 ]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,15 @@ class Resolver(Lookup):
             for path in set(blobs) - set(results):
                 del blobs[path]
         return {p: blobs[p] for p in paths}
+
+    def iter_encoded(self, paths) -> Iterator[tuple[str, bytes]]:
+        """``encoded_results(paths)`` as (path, JSON) pairs made one at a time, keeping
+        nothing it encodes: for a cold run, whose resolver is released once the facts
+        cache is written, so the cache's results are never all in memory at once."""
+        blobs, results = self.encoded, self.results
+        for path in paths:
+            blob = blobs.get(path)
+            yield path, blob if blob is not None else encode_result(results[path])
 
     def state_header(self) -> dict[str, Any]:
         """What this resolver's results were resolved under, as the facts cache writes it
