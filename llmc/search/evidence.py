@@ -14,8 +14,11 @@ and keeps them on top of a ranking (``promote``):
   ``site-packages/pkg/mod.py`` is ``src/pkg/mod.py`` when no other file ends so);
 - ``DEFINITION`` (1): a definition the exact stage pinned (a name the query spells).
 
-``promote`` puts the candidates with evidence first, stronger evidence first, the
-ranker's order among equals; the rest keep their order. On a code-routed report a
+``promote`` puts frames, then named files, first, the ranker's order among equals, and
+keeps each named definition among the first ``DEFINITION_WITHIN`` (where the ranker put
+it when that is within, else moved up): on validation reports, definitions leading
+outright lost to the ranker's own order (docs/reports/2026-11-27-exact-evidence-
+validation.md); the rest keep their order. On a code-routed report a
 changelog or release-notes file (``CHANGELOG.md``, ``NEWS``, ``whats-new.rst``), which
 names every function it ever touched, cannot lead without evidence of its own
 (``is_changelog``).
@@ -34,6 +37,7 @@ FRAME, PATH, DEFINITION = 3, 2, 1
 STRENGTH_NAMES = {FRAME: "frame", PATH: "path named", DEFINITION: "definition named"}
 MAX_SUFFIX_PARTS = 8  # a path's tail is tried from this many parts down to one
 TAIL_PARTS = 3  # tails this short may sit anywhere in the index (a src/ layout)
+DEFINITION_WITHIN = 5  # a named definition is kept among this many first spans
 CHANGELOG_AFTER = 10  # on a code report, a changelog without evidence follows this many files
 
 _EXT = "|".join(sorted(CODE_EXTENSIONS | DOC_EXTENSIONS, key=len, reverse=True))
@@ -187,22 +191,57 @@ def promote(
     span_id: Callable[[C], int],
     demoted: Callable[[C], bool] | None = None,
     file_of: Callable[[C], str] | None = None,
+    within: int = DEFINITION_WITHIN,
 ) -> list[C]:
-    """``ranked`` with the candidates that have evidence first (``strength``: span id →
-    ``FRAME`` / ``PATH`` / ``DEFINITION``), stronger first, ``ranked``'s order among equals;
-    the rest follow in their order, except that a ``demoted`` one (a changelog on a code
-    report) comes after the others of the first ``CHANGELOG_AFTER`` files (``file_of``;
-    without it, candidates)."""
+    """``ranked`` with its exact evidence kept on top (``strength``: span id → ``FRAME`` /
+    ``PATH`` / ``DEFINITION``): frames, then named files, first, the ranker's order among
+    equals; a named definition keeps the ranker's place when that is among the first
+    ``within``, else it moves up to the ``within``-th place (right after the frames and
+    files when they are more; ``within`` 0: definitions lead like the rest). The others
+    follow in their order, except that a ``demoted`` one (a changelog on a code report)
+    comes after the others of the first ``CHANGELOG_AFTER`` files (``file_of``; without
+    it, candidates)."""
+    floor = DEFINITION if within <= 0 else PATH
     lead = sorted(
-        (c for c in ranked if strength.get(span_id(c), 0) > 0),
+        (c for c in ranked if strength.get(span_id(c), 0) >= floor),
         key=lambda c: -strength[span_id(c)],
     )
-    rest = [c for c in ranked if strength.get(span_id(c), 0) <= 0]
-    if demoted is None:
+    rest = [c for c in ranked if strength.get(span_id(c), 0) < floor]
+    if demoted is not None:
+        rest = _after_files(
+            rest, demoted, file_of, {file_of(c) for c in lead} if file_of else set()
+        )
+    if floor == DEFINITION:
         return lead + rest
+    at = {span_id(c): pos for pos, c in enumerate(lead + rest)}
+    named = [c for c in rest if strength.get(span_id(c), 0) > 0]
+    # the j-th named definition goes no lower than place within - len(named) + j (0-based),
+    # and no higher than its own place or right after the frames and files
+    places = [
+        min(at[span_id(c)], max(len(lead) + j, within - len(named) + j))
+        for j, c in enumerate(named)
+    ]
+    others = iter(c for c in rest if strength.get(span_id(c), 0) <= 0)
+    out = list(lead)
+    for c, place in zip(named, places, strict=True):
+        while len(out) < place:
+            nxt = next(others, None)
+            if nxt is None:
+                break
+            out.append(nxt)
+        out.append(c)
+    out.extend(others)
+    return out
+
+
+def _after_files(
+    rest: list[C], demoted: Callable[[C], bool], file_of: Callable[[C], str] | None,
+    files: set[object],
+) -> list[C]:  # fmt: skip
+    """``rest`` with the ``demoted`` candidates after the others of the first
+    ``CHANGELOG_AFTER`` files (counting ``files``, those already ranked above)."""
     kept = [c for c in rest if not demoted(c)]
     late = [c for c in rest if demoted(c)]
-    files: set[object] = {file_of(c) for c in lead} if file_of is not None else set()
     cut = len(kept)
     for i, c in enumerate(kept):
         key: object = file_of(c) if file_of is not None else i
@@ -210,12 +249,13 @@ def promote(
             cut = i
             break
         files.add(key)
-    return lead + kept[:cut] + late + kept[cut:]
+    return kept[:cut] + late + kept[cut:]
 
 
 __all__ = [
     "CHANGELOG_AFTER",
     "DEFINITION",
+    "DEFINITION_WITHIN",
     "FRAME",
     "PATH",
     "STRENGTH_NAMES",

@@ -115,7 +115,12 @@ def test_code_is_not_a_changelog(path: str) -> None:
 def test_promote_orders_by_evidence_then_the_rankers_order() -> None:
     ranked = [10, 11, 12, 13, 14, 15]
     strength = {14: DEFINITION, 12: PATH, 15: FRAME, 13: DEFINITION}
-    assert evidence.promote(ranked, strength, lambda c: c) == [15, 12, 13, 14, 10, 11]
+    assert evidence.promote(ranked, strength, lambda c: c, within=0) == [15, 12, 13, 14, 10, 11]
+    # by default a named definition is kept among the first 5, in the ranker's order
+    assert evidence.promote(ranked, strength, lambda c: c) == [15, 12, 10, 13, 14, 11]
+    assert evidence.promote([10, 11, 12, 13], {11: DEFINITION}, lambda c: c) == [10, 11, 12, 13]
+    late = list(range(20))
+    assert evidence.promote(late, {18: DEFINITION}, lambda c: c)[:5] == [0, 1, 2, 3, 18]
 
 
 def test_promote_keeps_a_changelog_out_of_the_lead() -> None:
