@@ -134,10 +134,11 @@ def keep_evidence(
     sources: Sources, ranked: Sequence[Candidate], exact: ExactMatch, decision: RouteDecision,
     trace: Trace,
 ) -> list[Candidate]:  # fmt: skip
-    """A report's ranking with its exact evidence first (``evidence.promote``): spans at
-    quoted frames, then the best-ranked span of each file it names, then the definitions
-    it names; the ranker's order among equals. On a code report a changelog without
-    evidence cannot lead."""
+    """A report's ranking with its exact evidence on top (``evidence.promote``): spans at
+    quoted frames, then the best-ranked span of each file it names, first (the ranker's
+    order among equals); the code definitions it names kept among the first
+    ``evidence.DEFINITION_WITHIN``. On a code report a changelog without evidence cannot
+    lead."""
     strength = dict(exact.evidence)
     paths = sources.paths([c.span_id for c in ranked])
     for path in exact.evidence_paths:
@@ -155,7 +156,7 @@ def keep_evidence(
         counts = {n: sum(1 for c in lead if strength[c.span_id] == s)
                   for s, n in evidence.STRENGTH_NAMES.items()}  # fmt: skip
         said = ", ".join(f"{v} {n}" for n, v in counts.items() if v)
-        trace.note("evidence", f"exact evidence ranks first: {said}")
+        trace.note("evidence", f"exact evidence kept on top: {said}")
     return out
 
 

@@ -18,7 +18,7 @@
              profiles offer it), when it fits the budget                  budget.py
           ─▶ LLM listwise rerank of the top few, gated (search.llm_rerank)
              and within the budget
-          ─▶ a report's exact evidence first: frames, files, definitions   evidence.py
+          ─▶ a report's exact evidence on top: frames, files, definitions  evidence.py
           ─▶ results: hydrate from SQLite, drop what vanished, per-file    results.py
              cap, a code result in the top 3 when there is one
              (search.code_in_top), snippets; the explain trace when asked explain.py

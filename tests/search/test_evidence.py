@@ -220,7 +220,7 @@ Traceback (most recent call last):
     assert (first.path, first.symbol) == ("src/shop/payment.py", "refund_payment")
     notes = [n.note for n in response.explain.stages]
     assert any(n.startswith("read as a report") for n in notes)
-    assert any("exact evidence ranks first" in n for n in notes)
+    assert any("exact evidence kept on top" in n for n in notes)
 
 
 def test_a_file_named_in_the_second_line_ranks_first(searcher: Searcher) -> None:
@@ -279,4 +279,4 @@ def test_a_doc_heading_named_is_no_definition_evidence(searcher: Searcher) -> No
     response = searcher.search(report, k=5, explain=True)
     notes = [n.note for n in response.explain.stages]
     assert any("`Installation`" in n and "pinned" in n for n in notes)  # the exact stage
-    assert not any("exact evidence ranks first" in n for n in notes)  # the rule: not code
+    assert not any("exact evidence kept on top" in n for n in notes)  # the rule: not code
