@@ -6,7 +6,7 @@ exactly as before. A longer one (an issue report, a pasted traceback) is read in
 come from the first that many characters (a warning says so) while the exact stage reads
 all of it (a traceback often ends a report):
 
-- **title**: its first line; **prose**: the sentences; **code**: fenced or indented
+- **title**: its first line (its first sentence when that line is long); **prose**: the sentences; **code**: fenced or indented
   blocks; **traceback**: frame and exception lines; **identifiers**: code-shaped names;
 - each retriever gets the part it suits: BM25 the title, identifiers and prose words
   (de-duplicated, at most ``LEXICAL_TERMS``), dense the title and the first prose
@@ -33,6 +33,7 @@ DENSE_CHARS = 1000  # ~256 word pieces: MiniLM's window
 FOCUS_WORDS = 32
 FOCUS_IDENTIFIERS = 12
 FOCUS_MIN = 4
+TITLE_WORDS = 25  # a longer first line gives its first sentence as the title
 HARD_LIMIT = 200_000  # characters read of any query (memory stays bounded)
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -40,6 +41,7 @@ _TRACE_LINE = re.compile(
     r'^\s*(?:File "|at \S|Traceback \(most recent call last\)|During handling of|'
     r"The above exception|[\w.]*(?:Error|Exception|Warning)\b[\w.]*(?::|\s*$)|\^+\s*$)"
 )
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`'\"(])")
 _NOT_NAMES = frozenset({"Traceback", "File"})
 _WORDS = re.compile(r"[A-Za-z_][\w]*")
 
@@ -129,7 +131,9 @@ def split_report(lines: list[str], text: str, warnings: tuple[str, ...] = ()) ->
         elif ln.startswith(("    ", "\t", ">>> ", "$ ")):
             code.append(stripped)
         elif not title:
-            title = stripped
+            title, _, more = _first_sentence(stripped)
+            if more:
+                prose_paras[-1].append(more)
         else:
             prose_paras[-1].append(stripped)
     if not title:  # all code: the first line names it
@@ -161,6 +165,17 @@ def split_report(lines: list[str], text: str, warnings: tuple[str, ...] = ()) ->
         focus=focus or _cut(read, DENSE_CHARS),
         warnings=warnings,
     )
+
+
+def _first_sentence(line: str) -> tuple[str, str, str]:
+    """A first line of more than ``TITLE_WORDS`` words (a report pasted on one line) is
+    cut after its first sentence when that is shorter: ``(title, "", the rest)``."""
+    if len(line.split()) <= TITLE_WORDS:
+        return line, "", ""
+    m = _SENTENCE_END.search(line)
+    if m is None or len(line[: m.start()].split()) > TITLE_WORDS:
+        return line, "", ""
+    return line[: m.start()], "", line[m.end() :]
 
 
 def _focus(title: str, names: tuple[str, ...], first: str) -> str:

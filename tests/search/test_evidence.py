@@ -185,6 +185,18 @@ def test_past_max_query_chars_the_parts_are_cut_not_the_evidence() -> None:
     assert any("cut to its first 2000" in w and "read from all" in w for w in parts.warnings)
 
 
+def test_a_report_on_one_line_has_its_first_sentence_as_title() -> None:
+    raw = (
+        "Card payments fail for large orders. "
+        + "The cart total looks right and " * 10
+        + "then charge_card raises."
+    )
+    parts = read_query(raw)
+    assert parts.long and parts.title == "Card payments fail for large orders."
+    assert "charge_card" in parts.focus.split()
+    assert parts.prose.startswith("The cart total looks right")
+
+
 def test_word_count_decides_on_one_line() -> None:
     assert not read_query(" ".join(["word"] * LONG_WORDS)).long
     assert read_query(" ".join(["word"] * (LONG_WORDS + 1))).long
