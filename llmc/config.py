@@ -139,7 +139,9 @@ class SearchConfig:
     min_route_weight: float = 0.5  # the least weight a disfavoured (not dropped) route keeps
     merge_routes: bool = True  # fuse one list per retriever (code + docs by score), else per route
     test_weight: float = 0.5  # routed: test files' weight unless the query asks about tests
-    max_query_chars: int = 2000  # longer queries are cut, with a warning
+    # what BM25, dense and the ranker read of a query; a longer one is read as a report
+    # (title, prose, code, frames, identifiers: llmc/search/report.py), with a warning
+    max_query_chars: int = 2000
     blas_threads: int = 1  # BLAS threads during a query (0: leave as is)
     torch_threads: int = 1  # torch threads during a query embedding (0: leave as is)
     hyde: bool = True  # adaptive HyDE for vague queries (settings in [hyde]); false: off, no cost
@@ -151,9 +153,8 @@ class SearchConfig:
     # (docs/evaluation.md, "A late blend with RRF")
     ranker_rrf_weight: float = 0.2
     ranker_blend_k: int = 10  # learned: the k of that blend
-    ranker_max_per_file: int = (
-        0  # learned: per-file cap on its results (0: none); fusion keeps max_per_file
-    )
+    # learned: per-file cap on its results (0: none); fusion keeps max_per_file
+    ranker_max_per_file: int = 0
     # when none of the first code_in_top results is code (markdown, rst and text are not),
     # the best-ranked code result of the top max(k, 10) moves up to rank code_in_top (0: off;
     # never on a docs route the user chose; docs/evaluation.md, "Code in the top 3")
