@@ -254,7 +254,10 @@ def start(
     except OSError as e:  # the caller updates the graph once its writes are committed
         log.debug("graph update gate unavailable (%s); the graph waits for the writes", e)
         return None
-    args = (root, records, changed, removed, generation, cfg, dict(facts))
+    # a plain dict is copied (the caller's stays its own); another Mapping (the indexer's
+    # SpooledFacts) pickles as a reference to its file
+    given = dict(facts) if isinstance(facts, dict) else facts
+    args = (root, records, changed, removed, generation, cfg, given)
     future = pool.beside(update_graph_early, *args, (gate.path, gate.token))
     if future is None:
         gate.open(False)

@@ -34,6 +34,7 @@ from llmc.index import derived
 from llmc.index.backfill import Backfill, Coverage, coverage
 from llmc.index.chunk import CHUNK_POLICY_KEY, chunk_policy
 from llmc.index.chunk_pool import ChunkPool
+from llmc.index.facts_spool import FactsSpool
 from llmc.index.generated import SKIP_POLICY_KEY
 from llmc.index.parse_files import parse_batches, split_by_stat
 from llmc.index.plan import plan_run
@@ -105,6 +106,7 @@ class Indexer:
         self._started = time.perf_counter()
         self._guard: StateGuard | None = None
         self._pool: ChunkPool | None = None  # the run's chunk workers, up until it ends
+        self._spool: FactsSpool | None = None  # the run's graph facts, until the graph has them
         self.chunk_spans: int | None = None  # spans per backfill commit (None: the default)
         # A small run's graph update, left for after its vectors (see ``_graph_after``)
         self._graph_later: tuple[list[str], list[str], dict[str, bytes]] | None = None
@@ -272,6 +274,9 @@ class Indexer:
             if self._pool is not None:
                 self._pool.close()  # waits for a graph update still running in a worker
                 self._pool = None
+            if self._spool is not None:
+                self._spool.remove()
+                self._spool = None
             store.close()
 
     def plan(self) -> IndexSummary:
@@ -322,7 +327,7 @@ class Indexer:
         upd, generation = None, None
         written: list[FileRecord] = []
         changed_paths: list[str] = []
-        facts: dict[str, bytes] = {}
+        spool = self._spool = FactsSpool(state_dir(self.root))  # the graph facts, on disk
         early = None
         committed = False
         try:
@@ -342,10 +347,13 @@ class Indexer:
                 upd.add(spans, fields)
                 written += [record_of(p) for p in batch]
                 changed_paths += paths
-                facts.update((p.file.path, p.facts) for p in batch if p.facts is not None)
+                for p in batch:
+                    if p.facts is not None:
+                        spool.add(p.file.path, p.facts)
                 del batch, spans, fields
                 clock = lap(summary, "write", parsed_clock)
             clock = lap(summary, "parse", clock)
+            facts = spool.facts()
             walked_paths = {f.path for f in walked.files} - {s.path for s in summary.skipped}
             removed = sorted(set(known) - walked_paths)
 
@@ -391,7 +399,7 @@ class Indexer:
         summary.searchable_seconds = time.perf_counter() - started  # BM25 and exact answer
         self._check()
         if beside is None and self._graph_after(summary.spans_written):
-            self._graph_later = (changed_paths, removed, facts)
+            self._graph_later = (changed_paths, removed, dict(facts))  # a few files
         else:
             derived.finish(
                 self.root, self.cfg.graph, store, lexical, changed_paths, removed, self.progress,

@@ -11,6 +11,7 @@ from repo_fixtures import make_repo
 import llmc.index.indexer as indexer
 import llmc.index.parse_files as parse_files
 from llmc.config import load_config
+from llmc.index.facts_spool import SPOOL_FILE
 from llmc.index.indexer import Indexer
 from llmc.paths import db_path, graph_path, lexical_path
 from llmc.store.db import Store
@@ -64,6 +65,7 @@ def test_batches_are_written_as_they_are_parsed_and_make_the_same_index(tmp_path
     assert sum(sizes) == report.files_indexed == len(FILES)
     assert _contents(small) == _contents(whole)
     assert _graph(small) == _graph(whole)
+    assert not (small / ".llmc" / SPOOL_FILE).exists()  # removed once the graph has it
 
     (small / "pkg/mod3.py").write_text("def replaced():\n    return 3\n")
     (small / "pkg/mod4.py").unlink()
