@@ -150,14 +150,14 @@ class SearchConfig:
     ranker_depth: int = 100  # learned: every retriever's top this many go to the ranker
     # learned: blend the trees' order with the plain BM25 + dense RRF order of the same lists,
     # (1 - w) / (k + learned rank) + w / (k + RRF rank); 0: the trees' order alone
-    # (docs/evaluation.md, "A late blend with RRF")
+    # (docs/reports/2026-11-23-late-blend-rrf.md)
     ranker_rrf_weight: float = 0.2
     ranker_blend_k: int = 10  # learned: the k of that blend
     # learned: per-file cap on its results (0: none); fusion keeps max_per_file
     ranker_max_per_file: int = 0
     # when none of the first code_in_top results is code (markdown, rst and text are not),
     # the best-ranked code result of the top max(k, 10) moves up to rank code_in_top (0: off;
-    # never on a docs route the user chose; docs/evaluation.md, "Code in the top 3")
+    # never on a docs route the user chose; docs/reports/2026-11-23-code-in-top-validation.md)
     code_in_top: int = 3
     # only when the router's p_code is at least this (0: every query; chosen on validation)
     code_in_top_p: float = 0.0

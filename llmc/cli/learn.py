@@ -91,7 +91,7 @@ def eval_cmd(
     from llmc.eval.runner import evaluate_set
 
     setup_logging(verbose)
-    if protocol and (pool or check_only):  # docs/evaluation.md, "Task (b)"
+    if protocol and (pool or check_only):  # docs/evaluation.md, "Hand-written questions (task (b))"
         if tuple(tasks) != ("questions",):
             raise click.UsageError("--pool and --check go with --task questions alone")
         _questions_pool(split, projects, check_only, as_json)

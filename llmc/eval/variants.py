@@ -162,8 +162,8 @@ def _register_stage_on(name: str, keys: dict[str, Any], description: str) -> Non
 
 _register_stage_on("learned", {"search.ranker": "learned"}, "the learned ranker ranks the pool")
 _register_stage_on("fusion", {"search.ranker": "fusion"}, "hand-set fusion weights rank (RRF)")
-# The learned default before the late RRF blend (docs/evaluation.md, "A late blend with
-# RRF"): the trees' order alone, under the results' per-file cap of 3.
+# The learned default before the late RRF blend (docs/reports/2026-11-23-late-blend-rrf.md):
+# the trees' order alone, under the results' per-file cap of 3.
 _register_stage_on(
     "learned-trees",
     {

@@ -318,7 +318,7 @@ def explicit(cfg: Config, key: str) -> bool:
 
 
 # The stages each profile switches on by default: only those that won on validation
-# projects, measured on that machine class (docs/evaluation.md, "Profiles"). The
+# projects, measured on that machine class (docs/configuration.md, "Latency budget and profiles"). The
 # cross-encoder fits a GPU's budget (top 20: p50 9.7 / p95 11.4 ms on an H100) but did not
 # win on validation (+0.015 nDCG@10 on questions, -0.006 MRR@10 on docstrings, neither
 # significant), and HyDE's LLM neither (-0.004 / +0.001): no profile switches them on.

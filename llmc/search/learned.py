@@ -266,7 +266,7 @@ def blend_rrf(
     scores ``(1 - weight) / (k + learned rank) + weight / (k + RRF rank)`` (a candidate no
     BM25 or dense list holds: RRF rank past the end), best first, ties by learned rank.
     ``weight`` 0 keeps the learned order (and its scores). Chosen on validation
-    (docs/evaluation.md, "A late blend with RRF"): the trees find a right answer first,
+    (docs/reports/2026-11-23-late-blend-rrf.md): the trees find a right answer first,
     RRF ranks the graded rest (a definition's neighbours, its docs) better."""
     import dataclasses
 

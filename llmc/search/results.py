@@ -139,7 +139,7 @@ def code_within(chosen: Chosen, n: int) -> tuple[Chosen, int]:
     results hold any (issue 13: "code intent must not surface prose first unless the
     prose is the answer"). The router's intent is too weak a gate ("why ..." reads as
     docs): on validation, applying it to every query cost docs questions no significant
-    nDCG (docs/evaluation.md, "Code in the top 3")."""
+    nDCG (docs/reports/2026-11-23-code-in-top-validation.md)."""
     if n <= 0 or len(chosen) <= n or any(is_code_span(s) for _, s in chosen[:n]):
         return chosen, 0
     later = next((i for i in range(n, len(chosen)) if is_code_span(chosen[i][1])), None)

@@ -59,7 +59,7 @@ KEEP_RANK = 30  # training keeps every candidate within some list's top 30 ...
 NEG_SAMPLE = 0.25  # ... and a quarter of the rest (seeded)
 
 
-# Chosen on validation (docs/evaluation.md, "Learned ranker"): the mention queries are
+# Chosen on validation (docs/reports/2026-11-23-learned-ranker.md): the mention queries are
 # mined (their sentences cut from the corpus) but not trained on, and a docs-intent query
 # weighs half a docstring query.
 TRAIN_KINDS = ("code", "doc-title", "doc-question", "doc-sentence")

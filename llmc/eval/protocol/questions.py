@@ -1,5 +1,5 @@
 """Task (b) of the protocol: hand-written developer questions, graded 0-3, labels pooled
-from the top 5 of every system (docs/evaluation.md, "Task (b)").
+from the top 5 of every system (docs/evaluation.md, "Hand-written questions (task (b))").
 
 Judging workflow (for anyone writing questions for a project)::
 
