@@ -294,7 +294,9 @@ class DaemonConfig:
     tcp_port: int = 0  # 0: any free port (written to .llmc/daemon.json)
     max_request_bytes: int = 1_048_576  # larger bodies get 413
     request_timeout_s: float = 60.0  # slower requests get 504 (the daemon keeps serving)
-    max_connections: int = 32  # more concurrent connections get 503
+    # concurrent connections per pool (the Unix socket; TCP that sent the token; tokenless
+    # TCP has its own 4): more get 503 (docs/daemon-api.md, "Limits")
+    max_connections: int = 32
     start_timeout_s: float = 60.0  # `llmc daemon start` waits this long for the socket
     client_timeout_s: float = 0.5  # `llmc search` waits this long for a daemon to answer
 
