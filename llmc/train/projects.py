@@ -31,10 +31,8 @@ def _p(name: str, version: str, sha256: str) -> TrainProject:
 
 # Pure-Python projects with docstrings and docs (Markdown or reST) in their sdist.
 TRAIN_PROJECTS: tuple[TrainProject, ...] = (
-    _p("requests", "2.32.3", "55365417734eb18255590a9ff9eb97e9e1da868d4ccd6402399eaf68af20a760"),
     _p("urllib3", "2.2.3", "e7d814a81dad81e6caf2ec9fdedb284ecc9c73076b62654547cc64ccdcae26e9"),
     _p("httpx", "0.27.2", "f7c2be1d2f3c3c3160d441802406b206c2b76f5947b11115e6df10c6c65e66c2"),
-    _p("pytest", "8.3.3", "70b98107bd648308a7952b06e6ca9a50bc660be218d53c257cc1fc94fda10181"),
     _p("pluggy", "1.5.0", "2cffa88e94fdc978c4c574f15f9e59b7f4201d439195c3715ca9e2486f1d0cf1"),
     _p("more-itertools", "10.5.0", "5482bfef7849c25dc3c6dd53a6173ae4795da2a41a80faea6700d9f5846c5da6"),
     _p("boltons", "24.1.0", "4a49b7d57ee055b83a458c8682a2a6f199d263a8aa517098bda9bab813554b87"),
@@ -62,9 +60,22 @@ HOLDOUT_PROJECTS: tuple[TrainProject, ...] = (
 _KNOWN = {p.name: p for p in TRAIN_PROJECTS + HOLDOUT_PROJECTS}
 
 
+# Reserved for llmc's quality evaluation (never fetched, mined, trained or tuned on), beside
+# the eval sets' projects of ``llmc.corpora.reserved_for_eval``. requests and pytest were
+# train projects until issue 28 took them out.
+RESERVED_PROJECTS = frozenset(
+    {
+        "django", "sympy", "matplotlib", "scikit-learn", "astropy", "sphinx", "xarray",
+        "pytest", "pylint", "requests", "seaborn", "flask", "click", "jinja", "jinja2",
+        "werkzeug", "itsdangerous", "markupsafe",
+    }
+)  # fmt: skip
+
+
 def reserved_names() -> frozenset[str]:
-    """Projects no training run may use: pallets, and every search eval set's project."""
-    return frozenset(n.lower() for n in corpora.reserved_for_eval())
+    """Projects no training run may use: pallets, every search eval set's project, and
+    the projects reserved for evaluation (``RESERVED_PROJECTS``)."""
+    return frozenset(n.lower() for n in corpora.reserved_for_eval()) | RESERVED_PROJECTS
 
 
 def _normalise(name: str) -> str:
@@ -112,6 +123,7 @@ def source_sha256(root: Path) -> str:
 
 __all__ = [
     "HOLDOUT_PROJECTS",
+    "RESERVED_PROJECTS",
     "TRAIN_PROJECTS",
     "TrainProject",
     "check_allowed",
