@@ -1,6 +1,7 @@
 """Memory and time of a cold `llmc index --no-vectors` on a monorepo: nine projects side by side.
 
-    python benchmarks/bench_monorepo.py [--out FILE] [--keep DIR] [--tracemalloc]
+    python benchmarks/bench_monorepo.py [--copies N] [--reruns] [--out FILE] [--keep DIR]
+        [--min-free-gb 4] [--tracemalloc]
 
 Issue 26: peak RSS must not grow with the tree. The tree is nine real projects' sdists
 (pinned below: name, version, sha256), each unpacked under its own root (``django/``,
@@ -10,11 +11,26 @@ first (``llmc.corpora.pip_download``); an sdist whose metadata pip cannot prepar
 its build toolchain (matplotlib, scikit-learn, astropy) is taken from the file PyPI's JSON
 API names for that version. Either way its sha256 must match the pin.
 
+``--copies N`` lays the nine projects out N times, copy 1 under ``<name>/`` as above and
+copy k under ``copy<k>/<name>/`` (``--copies 5``: 122,640 files, the issue's 100k-file
+tree). The copies are byte-identical: llmc's content-hash checks are per path (a file is
+skipped only when *its own* row has the same hash; the graph's facts cache is keyed by
+path too), and the one by-content cache, the embeddings' (model, text hash), hashes the
+span's embed text, whose header starts with the file's path; so every copy is read,
+parsed, written and resolved like a distinct file, and nothing short-circuits. Only git
+stores them once (blobs by content), which makes the tree cheap to commit, not to index.
+
 Measured (one cold process, ``HF_HUB_OFFLINE=1``, no daemon): wall time, when BM25 and
 exact symbols answered (``searchable_seconds``), the phases, the peak RSS of the largest
 process (``ru_maxrss`` of the children) and of the whole process tree (bench_scale.py's
 /proc sampler, every 0.2 s), and the size of ``.llmc/``. ``--tracemalloc`` runs the index in
 this process instead, with tracemalloc, and prints the Python heap's peak (not RSS).
+Also measured: the walk alone (``llmc.index.walk.walk`` in this process, after the tree is
+on disk) and, with ``--reruns``, two more ``llmc index --no-vectors`` processes after the
+cold one: a no-op rerun and a rerun after one file's edit (a function appended to
+``django/django/utils/text.py``, put back afterwards). The sampler stops the run (kills
+its process group) if the machine's ``MemAvailable`` falls under ``--min-free-gb``: the
+box is shared, and the result then says so instead of a figure.
 
 These projects are reserved for quality work; a speed and memory benchmark may use them.
 Nothing here is a test and nothing asserts a time or a memory figure.
@@ -98,8 +114,9 @@ def sdist(name: str, version: str, sha256: str) -> Path:
     raise SystemExit(f"{name}=={version}: no sdist with sha256 {sha256} in {dest}")
 
 
-def build_tree(repo: Path) -> dict:
-    """The nine sdists unpacked under ``repo/<name>/``, one git commit."""
+def build_tree(repo: Path, copies: int = 1) -> dict:
+    """The nine sdists unpacked under ``repo/<name>/`` and, for copies 2..N, copied under
+    ``repo/copy<k>/<name>/``; one git commit."""
     from llmc.corpora import extract_archive
 
     repo.mkdir(parents=True)
@@ -107,16 +124,44 @@ def build_tree(repo: Path) -> dict:
         with tempfile.TemporaryDirectory(dir=repo.parent) as tmp:
             top = extract_archive(sdist(name, version, sha), Path(tmp))
             shutil.move(str(top), repo / name)
+    for k in range(2, copies + 1):
+        for name, _, _ in NINE:
+            shutil.copytree(repo / name, repo / f"copy{k}" / name, symlinks=True)
+    started = time.perf_counter()
     git = ["git", "-C", str(repo), "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "nine projects"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", f"nine projects x{copies}"], check=True)
+    git_s = time.perf_counter() - started
     files = [p for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts]
     return {
         "projects": [f"{n}=={v}" for n, v, _ in NINE],
+        "copies": copies,
         "files_in_tree": len(files),
         "tree_mb": round(sum(p.stat().st_size for p in files) / 2**20, 1),
+        "git_add_commit_s": round(git_s, 1),
     }
+
+
+def walk_alone(repo: Path) -> dict:
+    """``llmc.index.walk.walk`` in this process: what the index's scan starts with."""
+    from llmc.config import load_config
+    from llmc.index.walk import walk
+
+    cfg = load_config(repo).index
+    runs = []
+    for _ in range(2):
+        started = time.perf_counter()
+        result = walk(repo, cfg)
+        runs.append(round(time.perf_counter() - started, 2))
+    return {"seconds": runs, "files_listed": len(result.files), "skipped": len(result.skipped)}
+
+
+def mem_available_mb() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) // 1024
+    return 1 << 30
 
 
 def tree_rss_kb(root_pid: int) -> dict[int, int]:
@@ -139,8 +184,9 @@ def tree_rss_kb(root_pid: int) -> dict[int, int]:
     return out
 
 
-def index_cold(repo: Path) -> dict:
-    """One cold `llmc index --no-vectors --json` process, its tree's RSS sampled."""
+def index_cold(repo: Path, min_free_mb: int = 0) -> dict:
+    """One `llmc index --no-vectors --json` process, its tree's RSS sampled; stopped (its
+    process group killed) if the machine's available memory falls under ``min_free_mb``."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "LLMC_NO_DAEMON": "1"}
     started = time.perf_counter()
     proc = subprocess.Popen(
@@ -149,8 +195,11 @@ def index_cold(repo: Path) -> dict:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        start_new_session=True,  # its own process group: the guard kills workers too
     )
     peak = [0.0]
+    low = [mem_available_mb()]  # the machine's lowest MemAvailable during the run
+    stopped: list[str] = []
     per_pid: dict[int, int] = {}  # each process's peak, kB
     timeline: list[tuple[float, int]] = []  # (seconds, tree MB), every 2 s
 
@@ -166,6 +215,10 @@ def index_cold(repo: Path) -> dict:
             if now - last >= 2.0:
                 timeline.append((round(now, 1), round(total)))
                 last = now
+            low[0] = min(low[0], mem_available_mb())
+            if low[0] < min_free_mb and not stopped:
+                stopped.append(f"MemAvailable {low[0]} MB < {min_free_mb} MB at {now:.0f} s")
+                os.killpg(proc.pid, 9)
             time.sleep(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -173,11 +226,19 @@ def index_cold(repo: Path) -> dict:
     out, err = proc.communicate()
     wall = time.perf_counter() - started
     sampler.join()
+    if stopped:
+        return {
+            "stopped": stopped[0],
+            "process_wall_s": round(wall, 1),
+            "peak_tree_rss_mb_until_stopped": round(peak[0]),
+            "tree_rss_mb_every_2s": timeline,
+        }
     if proc.returncode != 0:
         raise SystemExit(f"llmc index failed:\n{err[-2000:]}")
     report = json.loads(out)
     return {
         "process_wall_s": round(wall, 1),
+        "min_mem_available_mb": low[0],
         "searchable_s_in_run": round(report["searchable_seconds"], 1),
         "seconds_in_run": round(report["seconds"], 1),
         "phases_s": report["timings"],
@@ -215,22 +276,58 @@ def index_traced(repo: Path) -> dict:
     }
 
 
+EDIT_TARGET = "django/django/utils/text.py"
+
+
+def reruns(repo: Path, min_free_mb: int) -> dict:
+    """After the cold run: a no-op `llmc index` process, then one after a one-file edit."""
+    out = {"no_op": index_cold(repo, min_free_mb)}
+    target = repo / EDIT_TARGET
+    original = target.read_bytes()
+    target.write_bytes(original + b"\n\ndef llmc_bench_added(x):\n    return x * 2\n")
+    try:
+        out["one_file_edit"] = {"file": EDIT_TARGET, **index_cold(repo, min_free_mb)}
+    finally:
+        target.write_bytes(original)
+    for run in out.values():  # ru_maxrss covers every child so far: the cold run's
+        run.pop("peak_single_process_rss_mb", None)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--keep", type=Path, default=None, help="build the tree here, keep it")
+    ap.add_argument("--copies", type=int, default=1, help="the nine projects N times")
+    ap.add_argument("--reruns", action="store_true", help="then a no-op and a one-edit rerun")
+    ap.add_argument("--min-free-gb", type=float, default=4.0, help="stop the run under this")
     ap.add_argument("--tracemalloc", action="store_true")
     args = ap.parse_args()
+    min_free_mb = int(args.min_free_gb * 1024)
     out: dict = {"machine": machine(), "python": platform.python_version()}
+    out["commit"] = subprocess.run(
+        ["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="llmc-nine-") as tmp:
-        repo = (args.keep or Path(tmp)) / "nine"
+        name = "nine" if args.copies == 1 else f"nine-x{args.copies}"
+        repo = (args.keep or Path(tmp)) / name
         if repo.exists():
             shutil.rmtree(repo / ".llmc", ignore_errors=True)
         else:
-            out["tree"] = build_tree(repo)
+            out["tree"] = build_tree(repo, args.copies)
+        out["tree_path"] = str(repo)
+        out["walk"] = walk_alone(repo)
         out["load_average_at_start"] = round(os.getloadavg()[0], 1)
-        out["index"] = index_traced(repo) if args.tracemalloc else index_cold(repo)
+        if args.tracemalloc:
+            out["index"] = index_traced(repo)
+        else:
+            out["index"] = index_cold(repo, min_free_mb)
         out["index_on_disk_mb"] = round(dir_mb(repo / ".llmc"), 1)
+        out["load_average_after_cold_run"] = round(os.getloadavg()[0], 1)
+        if args.reruns and "stopped" not in out["index"]:
+            out["reruns"] = reruns(repo, min_free_mb)
         out["load_average_at_end"] = round(os.getloadavg()[0], 1)
     text = json.dumps(out, indent=2)
     print(text)
