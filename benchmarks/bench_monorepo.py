@@ -310,6 +310,9 @@ def main() -> None:
         capture_output=True,
         text=True,
     ).stdout.strip()
+    import llmc  # the one the index processes run too (PYTHONPATH may name a snapshot)
+
+    out["llmc_from"] = str(Path(llmc.__file__).parent)
     with tempfile.TemporaryDirectory(prefix="llmc-nine-") as tmp:
         name = "nine" if args.copies == 1 else f"nine-x{args.copies}"
         repo = (args.keep or Path(tmp)) / name
