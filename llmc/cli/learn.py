@@ -57,7 +57,8 @@ if TYPE_CHECKING:
 )
 @click.option("--project", "projects", multiple=True, help="With --protocol: only this project.")
 @click.option(
-    "--task", "tasks", multiple=True, type=click.Choice(["docstring", "commits", "questions"]),
+    "--task", "tasks", multiple=True,
+    type=click.Choice(["docstring", "commits", "questions", "reports"]),
     help="With --protocol: run this task (repeatable; default docstring). commits needs "
     "git mirrors under $LLMC_MIRRORS; questions: the projects with a question file.",
 )  # fmt: skip
@@ -71,14 +72,30 @@ if TYPE_CHECKING:
     show_default=True,
     help="With --protocol: queries per project (seeded sample).",
 )
+@click.option(
+    "--tasks",
+    "every",
+    default=None,
+    metavar="a,b,c,d",
+    help="With --protocol: these tasks for every system in one run, numbers per kind "
+    "and pooled, and issue 28's verdicts (a docstring, b questions, c commits, d reports).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="With --tasks: write report.md, report.json and each project's run here.",
+)
+@click.option("--resume", is_flag=True, help="With --tasks --out: reuse the runs already there.")
+@click.option("--dry-run", is_flag=True, help="With --tasks: list what would run; search nothing.")
 @verbose_option
 @json_option
 def eval_cmd(
     queries: str | None, repo: Path | None, from_git: int | None, ablate: bool,
     compare: tuple[str, str] | None, variants: tuple[str, ...], k: int | None,
     no_index: bool, per_query: bool, protocol: bool, split: str, projects: tuple[str, ...],
-    tasks: tuple[str, ...], pool: bool, check_only: bool, max_queries: int, verbose: int,
-    as_json: bool,
+    tasks: tuple[str, ...], pool: bool, check_only: bool, max_queries: int, every: str | None,
+    out: Path | None, resume: bool, dry_run: bool, verbose: int, as_json: bool,
 ) -> None:  # fmt: skip
     """Measure search on graded queries: MRR, nDCG, recall, Code@3, latency, ablations.
 
@@ -95,6 +112,9 @@ def eval_cmd(
         if tuple(tasks) != ("questions",):
             raise click.UsageError("--pool and --check go with --task questions alone")
         _questions_pool(split, projects, check_only, as_json)
+        return
+    if protocol and every is not None:  # docs/evaluation.md, "Every kind in one run"
+        _every_kind(split, every, projects, max_queries, out, resume, dry_run, as_json, per_query)
         return
     if protocol:  # docs/evaluation.md, "Protocol"
         from llmc.eval.protocol import run_protocol
@@ -123,6 +143,33 @@ def eval_cmd(
         render.print_json(report.to_json(per_query=per_query))
     else:
         render.print_eval(report, compared=compare is not None)
+
+
+def _every_kind(split: str, spec: str, projects: tuple[str, ...], max_queries: int,
+                out: Path | None, resume: bool, dry_run: bool, as_json: bool,
+                per_query: bool) -> None:  # fmt: skip
+    import json
+
+    from llmc.eval.protocol import kinds, kinds_report, kinds_run
+
+    tasks = kinds.parse_tasks(spec)
+    if dry_run:
+        rows = kinds_run.plan(split, tasks, projects, max_queries=max_queries)
+        if as_json:
+            render.print_json([r.to_json() for r in rows])
+        else:
+            click.echo(kinds_run.plan_markdown(rows), nl=False)
+        return
+    with render.RichProgress(enabled=not as_json and sys.stderr.isatty()) as progress:
+        report = kinds_run.run_every_kind(split, tasks, projects, max_queries=max_queries,
+                                          out=out, resume=resume, progress=progress)  # fmt: skip
+    text = kinds_report.markdown(report)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.md").write_text(text, encoding="utf-8")
+        doc = json.dumps(report.to_json(per_query=True), indent=1)
+        (out / "report.json").write_text(doc + "\n", encoding="utf-8")
+    render.print_json(report.to_json(per_query)) if as_json else click.echo(text, nl=False)
 
 
 # --- label -----------------------------------------------------------------------------

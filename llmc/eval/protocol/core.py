@@ -1,6 +1,6 @@
 """The protocol's shared ground: system and task names, the numbers (metrics with bootstrap
 CIs, paired tests) and the report types every task's runner returns (``run.py`` runs the
-docstring and commits tasks, ``questions.py`` the questions task; both build on this)."""
+docstring, commits and reports tasks, ``questions.py`` the questions task; both build on this)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,9 @@ COMMITS = "commits"  # task (c): commit subject -> changed files (commits.py)
 TASKS = ("docstring", COMMITS)
 QUESTIONS = "questions"  # task (b): hand-written developer questions (questions.py)
 TASKS += (QUESTIONS,)
+REPORTS = "reports"  # task (d): long report -> changed files (reports.py)
+TASKS += (REPORTS,)
+FILE_TASKS = (COMMITS, REPORTS)  # scored over files: each file once, at its best span's rank
 METRICS = ("mrr@10", "ndcg@10", "hit@5", "code@3")
 
 Fetch = Callable[[Project, Path], Path]
@@ -90,6 +93,8 @@ class ProjectRun:
     numbers: Numbers
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # task (d): per system, per query, Acc@1/5/10 (every answer file within the first k)
+    file_acc: dict[str, list[dict[str, float]]] = field(default_factory=dict)
 
     def to_json(self, per_query: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -208,9 +213,11 @@ def pooled_numbers(runs: Sequence[ProjectRun], *, resamples: int, seed: int) -> 
 __all__ = [
     "COMMITS",
     "DEFAULT",
+    "FILE_TASKS",
     "GREP",
     "METRICS",
     "QUESTIONS",
+    "REPORTS",
     "SYSTEMS",
     "TASKS",
     "Fetch",

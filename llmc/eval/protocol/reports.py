@@ -169,6 +169,37 @@ def run_project(
     return out
 
 
+class GroupedFileSearcher:
+    """A searcher whose results are files, grouped as ``--files`` groups them: it asks
+    ``inner`` for ``spans`` spans and returns each of the ``k`` best files' best span
+    (``bm25-file``'s whole files come through in their own order)."""
+
+    def __init__(self, inner: Any, spans: int = SPANS):
+        self.inner = inner
+        self.spans = spans
+
+    def warm(self) -> None:
+        warm = getattr(self.inner, "warm", None)
+        if callable(warm):
+            warm()
+
+    def search(self, query: str, k: int | None = None) -> Any:
+        from types import SimpleNamespace
+
+        from llmc.search.files import group_by_file
+
+        response = self.inner.search(query, k=max(self.spans, k or 10))
+        hits = group_by_file(response.results, k or 10)
+        return SimpleNamespace(
+            results=[h.spans[0] for h in hits], route=getattr(response, "route", None)
+        )
+
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if callable(close):
+            close()
+
+
 class _P:
     __slots__ = ("path",)
 
@@ -258,6 +289,7 @@ if __name__ == "__main__":
 
 __all__ = [
     "PROJECTS_FILE",
+    "GroupedFileSearcher",
     "SPANS",
     "SYSTEMS",
     "TASK",

@@ -23,9 +23,11 @@ from llmc.eval.metrics import QueryScores
 from llmc.eval.protocol.core import (
     COMMITS,
     DEFAULT,
+    FILE_TASKS,
     GREP,
     METRICS,
     QUESTIONS,
+    REPORTS,
     SYSTEMS,
     TASKS,
     Fetch,
@@ -58,6 +60,10 @@ def run_project(
     progress: Any = None,
 ) -> ProjectRun:
     """One project under one task (see the module docstring)."""
+    from llmc.eval.protocol.file_rank import BM25_FILE, FileBM25Searcher, file_scores
+
+    if BM25_FILE in systems and task not in FILE_TASKS:
+        raise EvalError(f"{BM25_FILE} ranks whole files: tasks {', '.join(FILE_TASKS)} only")
     if task == QUESTIONS:  # the unstripped archive, pooled labels (questions.py)
         from llmc.eval.protocol import questions
 
@@ -75,13 +81,17 @@ def run_project(
         raise EvalError(f"unknown task {task!r} (known: {', '.join(TASKS)})")
     started = time.perf_counter()
     project = sp.project
-    if task == COMMITS:  # a git snapshot of a local mirror, pinned queries (commits.py)
+    if task in FILE_TASKS:  # a git snapshot of a local mirror, pinned queries (commits.py)
         import dataclasses
 
+        from llmc.eval.protocol import reports
         from llmc.eval.protocol.commits import prepare
 
         pin, corpus, queries = prepare(project.name, cache_dir, max_queries)
         queries_path = pin.queries_path
+        if task == REPORTS:  # task (c)'s base and mirror, the mined reports
+            queries = reports.load_report_queries(project.name, max_queries)
+            queries_path = reports.queries_path(project.name)
         version = pin.base_ref or pin.base[:12]
         project = dataclasses.replace(project, version=version, ecosystem="git")
     else:
@@ -103,18 +113,22 @@ def run_project(
 
         searcher_factory = Searcher
     scores: dict[str, list[QueryScores]] = {}
+    file_acc: dict[str, list[dict[str, float]]] = {}
     for system in systems:
         if progress is not None:
             progress.phase(f"{project.name} {system}", len(queries))
-        searcher = (
-            GrepSearcher(corpus)
-            if system == GREP
-            else searcher_factory(corpus, variant_config(cfg, system))
-        )
+        if system == GREP:
+            searcher: Any = GrepSearcher(corpus)
+        elif system == BM25_FILE:
+            searcher = FileBM25Searcher(corpus)
+        else:
+            searcher = searcher_factory(corpus, variant_config(cfg, system))
         if task == COMMITS:  # results are files: each file once, at its best span's rank
             from llmc.eval.protocol.commits import FileLevelSearcher
 
             searcher = FileLevelSearcher(searcher)
+        elif task == REPORTS:  # files as `--files` ranks them (reports.py)
+            searcher = reports.GroupedFileSearcher(searcher)
         try:
             run = run_variant(
                 system,
@@ -129,6 +143,11 @@ def run_project(
             if callable(close):
                 close()
         scores[system] = run.scores
+        if task == REPORTS:
+            file_acc[system] = [
+                _acc(file_scores([r.path for r in qr.results], [j.path for j in qr.query.relevant]))
+                for qr in run.runs
+            ]
     seconds = time.perf_counter() - started
     log.info(
         "%s: %d queries, %d systems in %.0f s",
@@ -148,7 +167,12 @@ def run_project(
         numbers(scores, None, resamples=resamples, seed=seed),
         warnings,
         seconds,
+        file_acc,
     )
+
+
+def _acc(s: Any) -> dict[str, float]:
+    return {"acc@1": s.acc_1, "acc@5": s.acc_5, "acc@10": s.acc_10}
 
 
 def _has_commit_set(name: str) -> bool:
@@ -158,11 +182,24 @@ def _has_commit_set(name: str) -> bool:
 
 
 def _task_projects(task: str, chosen: Sequence[SplitProject]) -> Sequence[SplitProject]:
-    """The projects a task runs on (questions: those with a question file)."""
+    """The projects a task runs on (questions: those with a question file; commits: with a
+    pinned history; reports: with mined reports)."""
     if task == QUESTIONS:
         from llmc.eval.protocol.question_pool import with_questions
 
         return with_questions(chosen)
+    if task == COMMITS:
+        return [sp for sp in chosen if _has_commit_set(sp.name)]
+    if task == REPORTS:
+        from llmc.eval.protocol.reports import queries_path
+
+        return [
+            sp
+            for sp in chosen
+            if _has_commit_set(sp.name)
+            and queries_path(sp.name).is_file()
+            and queries_path(sp.name).stat().st_size > 0
+        ]
     return chosen
 
 
@@ -186,16 +223,17 @@ def run_protocol(
     returns the unpacked archive (default: ``llmc.eval.projects.fetch_project``)."""
     from llmc.config import Config, load_config
     from llmc.eval.projects import default_cache_dir, fetch_project
+    from llmc.eval.protocol.file_rank import BM25_FILE
     from llmc.eval.runner import VARIANTS, available_variants
 
     unknown = [t for t in tasks if t not in TASKS]
     if unknown:
         raise EvalError(f"unknown task(s) {', '.join(unknown)} (known: {', '.join(TASKS)})")
     names = list(dict.fromkeys(systems))
-    bad = [s for s in names if s != GREP and s not in VARIANTS]
+    bad = [s for s in names if s not in (GREP, BM25_FILE) and s not in VARIANTS]
     if bad:
         raise EvalError(f"unknown system(s) {', '.join(bad)} (known: grep, {', '.join(VARIANTS)})")
-    available = set(available_variants(Config())) | {GREP}
+    available = set(available_variants(Config())) | {GREP, BM25_FILE}
     skipped = [s for s in names if s not in available]
     names = [s for s in names if s in available]
     if max_queries < 1 or k < 1:
@@ -209,9 +247,6 @@ def run_protocol(
     runs: list[ProjectRun] = []
     for task in tasks:
         for sp in _task_projects(task, chosen):
-            if task == COMMITS and not _has_commit_set(sp.name):
-                log.info("%s: no pinned git history, so no commits task", sp.name)
-                continue
             if progress is not None:
                 progress.note(f"{sp.project.set_name} ({sp.split}): task {task}")
             runs.append(
@@ -241,9 +276,11 @@ def run_protocol(
 __all__ = [
     "COMMITS",
     "DEFAULT",
+    "FILE_TASKS",
     "GREP",
     "METRICS",
     "QUESTIONS",
+    "REPORTS",
     "SYSTEMS",
     "TASKS",
     "Numbers",
