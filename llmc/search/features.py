@@ -14,7 +14,11 @@ gets one row of ``FEATURES``, in that fixed order (the model file names them, an
   lookup pinned it;
 - the query: the router's ``p_code`` and confidence, its intent as three flags, its word
   and identifier counts, whether it asks about tests (router probabilities are features,
-  not a gate);
+  not a gate); and its shape (``SHAPE_FEATURES``, issue 28), worked out the same way for a
+  5-word question and a 500-word report from the whole query read as ``report.read_query``
+  reads it: read as a report or not, log characters, log code and traceback lines, log
+  code-shaped names, paths and traceback frames it quotes (the other query columns read the
+  router's focus, which for a report is its title and names);
 - the span: code or doc, kind flags, log line count, part of a split span;
 - its path: test file, docs directory or doc file, example, type stub, README, depth;
 - overlap: the share of the query's content words in the span's symbol and qualified name,
@@ -33,7 +37,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from llmc.search.evidence import frames, named_paths
 from llmc.search.query import STOPWORDS, identifiers
+from llmc.search.report import QueryParts, read_query
 from llmc.search.router import is_test_path
 from llmc.search.types import CODE_ROUTE, DOCS_ROUTE, MIXED_ROUTE, RankedList, RouteDecision
 
@@ -87,12 +93,26 @@ FEATURES: tuple[str, ...] = (
     "overlap:symbol",
     "overlap:path",
 )
+# The query's shape (issue 28): from the whole query, ``shape_row``. A pool cached without
+# them gets them from its query's text (they read nothing else), see ``widen``.
+SHAPE_FEATURES: tuple[str, ...] = (
+    "query:long",
+    "query:log_chars",
+    "query:code_lines",
+    "query:trace_lines",
+    "query:log_names",
+    "query:paths",
+    "query:frames",
+)
+BASE_FEATURES = FEATURES
+FEATURES = (*BASE_FEATURES, *SHAPE_FEATURES)
 # Feature groups for the ablation (a group's columns are set to their missing values).
 GROUPS: Mapping[str, tuple[str, ...]] = {
     "bm25": tuple(f for f in FEATURES if f.startswith("bm25.")),
     "dense": tuple(f for f in FEATURES if f.startswith(("dense.", "hyde."))),
     "exact": tuple(f for f in FEATURES if f.startswith("exact:")) + ("pool:pinned",),
-    "router": tuple(f for f in FEATURES if f.startswith("query:")),
+    "router": tuple(f for f in FEATURES if f.startswith("query:") and f not in SHAPE_FEATURES),
+    "shape": SHAPE_FEATURES,
     "span": tuple(f for f in FEATURES if f.startswith(("span:", "path:"))),
     "overlap": ("overlap:symbol", "overlap:path"),
 }
@@ -120,6 +140,7 @@ class QueryInfo:
     text: str
     decision: RouteDecision
     pinned: tuple[int, ...] = ()
+    parts: QueryParts | None = None  # the whole query, read; None: read ``text``
 
     @property
     def words(self) -> frozenset[str]:
@@ -214,6 +235,51 @@ def query_row(query: QueryInfo) -> dict[str, float]:
         "query:identifiers": float(sum(1 for i in identifiers(query.text) if i.code_shaped)),
         "query:tests": float(bool(_TEST_CUE.search(query.text.lower()))),
     }
+
+
+def shape_row(parts: QueryParts) -> dict[str, float]:
+    """The query's shape (``SHAPE_FEATURES``) from the whole query read into ``parts``: the
+    same arithmetic for a short query (``long`` 0, no code or traceback lines) and a report."""
+    text = parts.text
+    names = sum(1 for i in identifiers(text, limit=10_000) if i.code_shaped)
+    return {
+        "query:long": float(parts.long),
+        "query:log_chars": math.log1p(len(text)),
+        "query:code_lines": math.log1p(len(parts.code)),
+        "query:trace_lines": math.log1p(len(parts.traceback)),
+        "query:log_names": math.log1p(names),
+        "query:paths": math.log1p(len(named_paths(text))),
+        "query:frames": math.log1p(len(frames(text))),
+    }
+
+
+def query_shape(raw: str, max_chars: int = 2000) -> dict[str, float]:
+    """``shape_row`` of a raw query (as the pipeline reads it, ``search.max_query_chars``)."""
+    return shape_row(read_query(raw, max_chars))
+
+
+def widen(matrix: np.ndarray, names: Sequence[str], queries: Sequence[str],
+          groups: Sequence[int], max_chars: int = 2000) -> np.ndarray:  # fmt: skip
+    """A pool matrix with columns ``names`` (every feature but shape ones, possibly) as a
+    ``FEATURES`` matrix: the shape columns worked out from each query's text (``groups``:
+    rows per query, in the order of ``queries``). ValueError when another column is missing."""
+    import numpy as np
+
+    at = {n: i for i, n in enumerate(names)}
+    missing = [f for f in FEATURES if f not in at and f not in SHAPE_FEATURES]
+    if missing:
+        raise ValueError(f"pool lacks features {missing}")
+    out = np.zeros((matrix.shape[0], len(FEATURES)), dtype=np.float32)
+    for j, f in enumerate(FEATURES):
+        if f in at:
+            out[:, j] = matrix[:, at[f]]
+    start = 0
+    for q, g in zip(queries, groups, strict=True):
+        for f, v in query_shape(q, max_chars).items():
+            if f not in at:
+                out[start : start + g, FEATURES.index(f)] = v
+        start += g
+    return out
 
 
 def span_row(meta: SpanMeta | None, words: frozenset[str]) -> dict[str, float]:
@@ -345,6 +411,9 @@ def build_pool(
     matrix[:, index["pool:pinned"]] = [float(i in pinned) for i in ids]
     for name, value in query_row(query).items():
         matrix[:, index[name]] = value
+    parts = query.parts if query.parts is not None else read_query(query.text)
+    for name, value in shape_row(parts).items():
+        matrix[:, index[name]] = value
     words = query.words
     gone = (0.0,) * (len(_SPAN_COLUMNS) + len(_PATH_COLUMNS))  # not in the index: all 0
     span_values: list[tuple[float, ...]] = []
@@ -375,7 +444,9 @@ def build_pool(
 
 
 __all__ = [
+    "BASE_FEATURES",
     "FEATURES",
+    "SHAPE_FEATURES",
     "GROUPS",
     "MISSING_RANK",
     "MISSING_REL",
@@ -388,6 +459,9 @@ __all__ = [
     "build_pool",
     "content_words",
     "path_class",
+    "query_shape",
     "read_meta",
+    "shape_row",
+    "widen",
     "split_words",
 ]

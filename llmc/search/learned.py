@@ -11,6 +11,11 @@ Every feature is a number (no NaN: missing values are sentinels), and every spli
 ``x <= threshold`` goes left, as LightGBM's numerical splits without missing values.
 ``--explain`` attributes each shown result's score to its features by the path through
 each tree (the change of node value at each split, Saabas), summed per feature.
+
+A model trained on fewer features than ``FEATURES`` (an older model, before features were
+added: its file names the ones it splits on) keeps working: its split indices are mapped
+onto ``FEATURES``' columns when it loads, and the columns it never saw are ignored. A
+model naming a feature that ``FEATURES`` lacks is refused (retrain it).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from llmc.search.types import CODE_ROUTE, DOCS_ROUTE, TESTS, Candidate, RankedLi
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
+    from llmc.search.report import QueryParts
     from llmc.search.sources import Sources
     from llmc.search.trace import Trace
 
@@ -56,6 +62,7 @@ class RankerModel:
     depth: int
     path: str = ""
     report: Mapping[str, Any] = field(default_factory=dict)
+    trained_on: tuple[str, ...] = ()  # the features its file names (``features`` if empty)
 
     @property
     def trees(self) -> int:
@@ -126,6 +133,11 @@ def model_from_json(data: Mapping[str, Any], path: str = "") -> RankerModel:
     if data.get("format") != FORMAT:
         raise ModelError(f"{path or 'ranker model'}: not a {FORMAT} file")
     features = tuple(str(f) for f in data["features"])
+    trained_on = features
+    remap: list[int] | None = None
+    if features != FEATURES and set(features) <= set(FEATURES):
+        remap = [FEATURES.index(f) for f in features]  # its columns among today's
+        features = FEATURES
     trees = data["trees"]
     width = max((len(tr["feature"]) for tr in trees), default=1)
     shape = (len(trees), width)
@@ -142,8 +154,10 @@ def model_from_json(data: Mapping[str, Any], path: str = "") -> RankerModel:
             f = int(tr["feature"][j])
             value[i, j] = float(tr["value"][j])
             if f >= 0:
-                if f >= len(features):
+                if f >= len(trained_on):
                     raise ModelError(f"{path or 'ranker model'}: feature {f} out of range")
+                if remap is not None:
+                    f = remap[f]
                 is_leaf[i, j] = False
                 feature[i, j] = f
                 threshold[i, j] = float(tr["threshold"][j])
@@ -152,6 +166,7 @@ def model_from_json(data: Mapping[str, Any], path: str = "") -> RankerModel:
     return RankerModel(
         features, feature, threshold, left, right, value, is_leaf,
         depth=int(data.get("depth", width)), path=path, report=dict(data.get("report") or {}),
+        trained_on=trained_on,
     )  # fmt: skip
 
 
@@ -181,9 +196,10 @@ def load_model(name: str = "default") -> RankerModel:
             raise ModelError(f"ranker model {path} unreadable: {e}") from None
         model = model_from_json(data, str(path))
         if model.features != FEATURES:
+            unknown = sorted(set(model.features) - set(FEATURES))
             raise ModelError(
-                f"ranker model {path} was trained on other features (retrain it: "
-                "`llmc train ranker`)"
+                f"ranker model {path} was trained on features this llmc lacks ({unknown}; "
+                "retrain it: `llmc train ranker`)"
             )
         _CACHE[key] = model
         return model
@@ -300,11 +316,13 @@ class LearnedStage:
 
     def pool(
         self, sources: Sources, text: str, decision: RouteDecision, lists: Sequence[RankedList],
-        pinned: Sequence[int],
+        pinned: Sequence[int], parts: QueryParts | None = None,
     ) -> Pool:  # fmt: skip
+        """The candidates' features; ``text`` is what the router read (a report's focus),
+        ``parts`` the whole query read (its shape features; None: ``text`` is the query)."""
         ids = [h.span_id for r in lists for h in r.hits] + list(pinned)
         meta = self.meta.get(sources.store, ids)
-        return build_pool(lists, QueryInfo(text, decision, tuple(pinned)), meta)
+        return build_pool(lists, QueryInfo(text, decision, tuple(pinned), parts), meta)
 
     def rank(
         self,
@@ -315,11 +333,12 @@ class LearnedStage:
         pinned: Sequence[int],
         trace: Trace,
         explain_top: int = 0,
+        parts: QueryParts | None = None,
     ) -> list[Candidate]:
         """The pool ranked by the model (ModelError when the model cannot be loaded)."""
         model = self.model()
         with trace.stage("features"):
-            pool = self.pool(sources, text, decision, lists, pinned)
+            pool = self.pool(sources, text, decision, lists, pinned, parts)
         with trace.stage("ranker"):
             ranked, explained = rank_pool(pool, model, explain_top)
             ranked = blend_rrf(ranked, lists, self.rrf_weight, self.blend_k, self.depth)
@@ -331,7 +350,8 @@ class LearnedStage:
         )
         trace.note(
             "ranker",
-            f"learned ranker ({model.trees} trees over {len(FEATURES)} features) scored "
+            f"learned ranker ({model.trees} trees over {len(model.trained_on or FEATURES)} "
+            f"features) scored "
             f"{len(pool)} candidates from {len(lists)} lists{blend}",
         )
         if explained:

@@ -39,12 +39,13 @@ from pathlib import Path
 
 from llmc.corpora import Project
 from llmc.errors import TrainError
-from llmc.search.features import FEATURES
+from llmc.search.features import BASE_FEATURES, FEATURES, SHAPE_FEATURES
 
 log = logging.getLogger(__name__)
 
 DATA_VERSION = 2
 DOCS_PLAN_MARKER = "docs-cuts.txt"  # in the work dir: which plan the corpus carries
+EXTRA_MARKER = "extra-cuts.txt"  # ... and which example-sentence plan (``ranker_kinds``)
 MAX_SPANS = 6000  # a project whose corpus indexes more spans is skipped (time bound)
 # Validation projects: their corpus is the protocol's, never cut, so only these kinds.
 VALIDATION_DOC_SHARES = {"doc-title": 0.5, "doc-question": 0.5}
@@ -79,7 +80,9 @@ class ProjectData:
 
 
 def feature_key() -> str:
-    return hashlib.sha256("\n".join(FEATURES).encode()).hexdigest()[:10]
+    """The cache key of the pools' features: the shape features are left out, as a cached
+    pool gets them from its queries' text (``load_data``)."""
+    return hashlib.sha256("\n".join(BASE_FEATURES).encode()).hexdigest()[:10]
 
 
 def embedder_id(corpus: Path) -> str:
@@ -205,6 +208,7 @@ def doc_queries(
         found = dq.mine(_stored_spans(corpus), project, limit, mentions, seed, shares)
         _write_atomic(plan, json.dumps([dq.to_json(d) for d in found], indent=1))
     if not cut_done:
+        (work / EXTRA_MARKER).unlink(missing_ok=True)  # cut anew: later cuts are gone too
         dq.apply_cuts(corpus, [d.cut for d in found if d.cut is not None])
         _write_atomic(marker, want + "\n")
     ensure_index(corpus, cfg)
@@ -243,12 +247,10 @@ def project_data(
     """The labelled pools of one project (cached); None when it is skipped (too large,
     or no query). On train projects the docs-intent queries cut their sentences out of the
     corpus; on validation projects only the kinds that need no cut are mined."""
-    import numpy as np
 
     from llmc.eval.protocol.corpus import build_corpus
     from llmc.eval.protocol.docstring import docstring_queries
     from llmc.eval.runner import anchor_symbols, ensure_index
-    from llmc.search import Searcher
     from llmc.train.docs_queries import DOC_SHARES, DOCS_VERSION
 
     started = time.perf_counter()
@@ -306,30 +308,44 @@ def project_data(
         store.close()
     if progress:
         progress(f"{project.dir_name}: {len(queries)} queries over {spans} spans")
+    matrix, labels, groups = pools(corpus, cfg, queries)
+    data = ProjectData(
+        project.name, split, matrix, labels, groups, tuple(q.query for q in queries),
+        tuple(kinds), spans, embedder, time.perf_counter() - started,
+    )  # fmt: skip
+    save_data(data, cached)
+    return data
+
+
+def pools(corpus: Path, cfg, queries: Sequence) -> tuple[object, object, tuple[int, ...]]:
+    """Each query's candidate pool over ``corpus`` (``Searcher.candidate_pool``), labelled
+    by its judgments: (rows, labels, rows per query). The shape features are worked out
+    from the whole query (``features.query_shape``), as the ranker reads it when the
+    pipeline gives it the query's parts."""
+    import numpy as np
+
+    from llmc.search import Searcher
+    from llmc.search.features import query_shape
+
     rows, labels, groups = [], [], []
+    cols = [FEATURES.index(f) for f in SHAPE_FEATURES]
     with Searcher(corpus, cfg) as searcher:
         searcher.warm()
         for q in queries:
             pool = searcher.candidate_pool(q.query)
             assert searcher._ranker is not None
             meta = searcher._ranker.meta.get(searcher.sources.store, pool.span_ids)
-            rows.append(pool.matrix)
+            matrix = np.array(pool.matrix, dtype=np.float32)
+            shape = query_shape(q.query, cfg.search.max_query_chars)
+            matrix[:, cols] = [shape[f] for f in SHAPE_FEATURES]
+            rows.append(matrix)
             labels.extend(_labels(pool, meta, q.relevant))
             groups.append(len(pool))
-    data = ProjectData(
-        project.name,
-        split,
+    return (
         np.concatenate(rows) if rows else np.zeros((0, len(FEATURES)), dtype=np.float32),
         np.asarray(labels, dtype=np.int8),
         tuple(groups),
-        tuple(q.query for q in queries),
-        tuple(kinds),
-        spans,
-        embedder,
-        time.perf_counter() - started,
     )
-    save_data(data, cached)
-    return data
 
 
 def save_data(data: ProjectData, path: Path) -> None:
@@ -362,16 +378,23 @@ def save_data(data: ProjectData, path: Path) -> None:
 def load_data(path: Path) -> ProjectData:
     import numpy as np
 
+    from llmc.search.features import widen
+
     with np.load(path) as z:
         meta = json.loads(str(z["meta"]))
-        if tuple(meta["features"]) != FEATURES:
-            raise TrainError(f"{path}: cached for other features")
+        matrix = z["matrix"]
+        groups = tuple(int(g) for g in z["groups"])
+        if tuple(meta["features"]) != FEATURES:  # older features: the shape ones are added
+            try:
+                matrix = widen(matrix, meta["features"], meta["queries"], groups)
+            except ValueError as e:
+                raise TrainError(f"{path}: cached for other features ({e})") from None
         return ProjectData(
             meta["project"],
             meta["split"],
-            z["matrix"],
+            matrix,
             z["labels"],
-            tuple(int(g) for g in z["groups"]),
+            groups,
             tuple(meta["queries"]),
             tuple(meta["kinds"]),
             int(meta["spans"]),
@@ -445,6 +468,7 @@ __all__ = [
     "doc_queries",
     "feature_key",
     "load_data",
+    "pools",
     "project_data",
     "save_data",
 ]
