@@ -27,8 +27,9 @@ from typing import Any
 from llmc.corpora import Project
 from llmc.errors import TrainError
 from llmc.search.features import FEATURES, GROUPS, MISSING_RANK, MISSING_REL, MISSING_SCORE
-from llmc.search.learned import FORMAT, MODEL_DIR
+from llmc.search.learned import MODEL_DIR
 from llmc.train.ranker_data import ProjectData, collect
+from llmc.train.ranker_dump import check_dump, dump_model, safe_names
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +62,42 @@ NEG_SAMPLE = 0.25  # ... and a quarter of the rest (seeded)
 
 # Chosen on validation (docs/reports/2026-11-23-learned-ranker.md): the mention queries are
 # mined (their sentences cut from the corpus) but not trained on, and a docs-intent query
-# weighs half a docstring query.
-TRAIN_KINDS = ("code", "doc-title", "doc-question", "doc-sentence")
+# weighs half a docstring query. Issue 28 adds test names, example sentences and reports
+# (``llmc.train.ranker_kinds``); their weights are chosen on validation (``WEIGHT_GRID``).
+TRAIN_KINDS = (
+    "code", "doc-title", "doc-question", "doc-sentence", "test-name", "readme-sentence",
+    "guide-sentence", "report",
+)  # fmt: skip
 DOC_WEIGHT = 0.5
+# Kind groups: how weights are given and validation is reported.
+KIND_GROUPS: dict[str, tuple[str, ...]] = {
+    "code": ("code",),
+    "docs": ("doc-title", "doc-question", "doc-sentence", "doc-mention"),
+    "test": ("test-name",),
+    "example": ("readme-sentence", "guide-sentence"),
+    "report": ("report",),
+}
+CHOOSE_GROUPS = ("code", "docs", "test", "report")  # the grid's score: their mean MRR@10
+# Weights per kind group tried on validation (code is 1), before the tree grid.
+WEIGHT_GRID: tuple[dict[str, float], ...] = (
+    {"docs": 0.5, "test": 0.5, "example": 0.5, "report": 1.0},
+    {"docs": 0.5, "test": 1.0, "example": 1.0, "report": 2.0},
+    {"docs": 1.0, "test": 1.0, "example": 1.0, "report": 1.0},
+    {"docs": 0.5, "test": 0.25, "example": 0.25, "report": 0.5},
+)
+HELD_OUT_MOD = 8  # a train project whose name hashes to 0 mod this is held out (reported)
+
+
+def held_out(name: str) -> bool:
+    """Whether a train project's queries are held out of fitting (reported per kind)."""
+    import hashlib
+
+    base = name.split("@", 1)[0]
+    return int(hashlib.sha256(base.encode()).hexdigest(), 16) % HELD_OUT_MOD == 0
+
+
+def group_of(kind: str) -> str:
+    return next((g for g, kinds in KIND_GROUPS.items() if kind in kinds), kind)
 
 
 @dataclass
@@ -78,6 +112,12 @@ class RankerJob:
     valid_doc_queries: int = 20
     kinds: tuple[str, ...] = TRAIN_KINDS  # query kinds to train on (empty: every kind mined)
     doc_weight: float = DOC_WEIGHT  # a docs-intent query's weight; a docstring query's is 1
+    max_test_queries: int = 40  # test-name queries per project
+    max_example_queries: int = 10  # readme- and guide-sentence queries (each) per train project
+    reports: bool = True  # history reports (train: ``ranker_kinds.HISTORIES``; validation: (d))
+    mirrors: Path | None = None  # git mirrors (default: ``commits.mirrors_dir()``)
+    weights: tuple[dict[str, float], ...] = ()  # kind-group weights to try (default WEIGHT_GRID)
+    collect_until: float = 0.0  # a Unix time: no project is started after it (0: none)
     depth: int = 100
     seed: int = 0
     threads: int = 2
@@ -157,15 +197,18 @@ def stack(
 
 
 def query_weights(
-    data: Sequence[ProjectData], groups: Sequence[int], kinds: Sequence[str], doc_weight: float
+    data: Sequence[ProjectData],
+    groups: Sequence[int],
+    kinds: Sequence[str],
+    doc_weight: float | Mapping[str, float],
 ) -> Any:
     """One weight per row of ``stack(data, ..., kinds)`` (whose group sizes are ``groups``):
-    1 for a code (docstring) query's rows, ``doc_weight`` for a docs-intent query's (how
-    hard the docs targets pull on the trees against the docstring task); None when
-    ``doc_weight`` is 1."""
+    1 for a code (docstring) query's rows; a docs-intent query's ``doc_weight`` when it is a
+    number (None when that is 1), or its kind group's weight (``KIND_GROUPS``; 1 when not
+    given) when it is a mapping."""
     import numpy as np
 
-    if doc_weight == 1.0:
+    if not isinstance(doc_weight, Mapping) and doc_weight == 1.0:
         return None
     per_query = []
     for d in data:
@@ -175,7 +218,11 @@ def query_weights(
             answered = g and labels[start : start + g].max(initial=0) > 0
             start += g
             if answered and (not kinds or kind in kinds):
-                per_query.append(1.0 if kind in CODE_KINDS else doc_weight)
+                if isinstance(doc_weight, Mapping):
+                    per_query.append(1.0 if kind in CODE_KINDS else
+                                     float(doc_weight.get(group_of(kind), 1.0)))  # fmt: skip
+                else:
+                    per_query.append(1.0 if kind in CODE_KINDS else doc_weight)
     if len(per_query) != len(groups):
         raise TrainError("query weights do not match the stacked queries")
     return np.repeat(np.asarray(per_query, dtype=np.float64), groups)
@@ -217,13 +264,16 @@ DOCS_KINDS = ("doc-title", "doc-question", "doc-sentence", "doc-mention")
 
 
 def split_metrics(scores: Any, data: Sequence[ProjectData]) -> dict[str, Any]:
-    """Pool metrics of the code (docstring) queries, of the docs-intent ones, and the
-    score the grid is chosen by: the mean of the two MRR@10 (each kind of target counts
-    alike, however many queries it has), or the code MRR@10 when there is no docs query."""
-    code = pool_metrics(scores, data, CODE_KINDS)
-    docs = pool_metrics(scores, data, DOCS_KINDS)
-    score = (code["mrr@10"] + docs["mrr@10"]) / 2 if docs["queries"] else code["mrr@10"]
-    return {"score": score, "code": code, "docs": docs}
+    """Pool metrics per kind group (``KIND_GROUPS``: code, docs, test, example, report; a
+    group with no query is left out), and the score the grid is chosen by: the mean MRR@10
+    of the ``CHOOSE_GROUPS`` present (each kind of query counts alike, however many it has)."""
+    out: dict[str, Any] = {}
+    for group, kinds in KIND_GROUPS.items():
+        m = pool_metrics(scores, data, kinds)
+        if m["queries"] or group in ("code", "docs"):
+            out[group] = m
+    present = [out[g]["mrr@10"] for g in CHOOSE_GROUPS if g in out and out[g]["queries"]]
+    return {"score": sum(present) / max(len(present), 1), **out}
 
 
 def all_rows(data: Sequence[ProjectData]) -> Any:
@@ -263,7 +313,7 @@ def fit(
     x, y, g = train
     vx, vy, vg = valid
     dtrain = lgb.Dataset(
-        x, y, group=g, weight=weight, feature_name=list(_safe_names()), free_raw_data=False
+        x, y, group=g, weight=weight, feature_name=safe_names(), free_raw_data=False
     )
     dvalid = lgb.Dataset(vx, vy, group=vg, reference=dtrain)
     p = {**BASE_PARAMS, **params, "num_threads": threads, "seed": seed}
@@ -276,104 +326,54 @@ def fit(
     )
 
 
-def _safe_names() -> list[str]:
-    return [f.replace(":", "__").replace(".", "_") for f in FEATURES]
-
-
-def _flatten(root: dict[str, Any]) -> tuple[dict[str, list], int]:
-    """One LightGBM tree as node arrays (internal nodes first, then leaves) and its depth."""
-    internal: list[dict[str, Any]] = []
-    leaves: list[dict[str, Any]] = []
-    depth = 0
-
-    def walk(node: dict[str, Any], level: int) -> tuple[bool, int]:
-        nonlocal depth
-        if "leaf_value" in node:
-            leaves.append(node)
-            depth = max(depth, level)
-            return True, len(leaves) - 1
-        if node.get("decision_type") != "<=":
-            raise TrainError(f"unsupported split {node.get('decision_type')!r}")
-        if node.get("missing_type") not in ("None", "NaN"):
-            raise TrainError(f"unsupported missing type {node.get('missing_type')!r}")
-        internal.append(node)
-        me = len(internal) - 1
-        node["_left"] = walk(node["left_child"], level + 1)
-        node["_right"] = walk(node["right_child"], level + 1)
-        return False, me
-
-    walk(root, 0)
-    n = len(internal)
-
-    def index(ref: tuple[bool, int]) -> int:
-        leaf, i = ref
-        return n + i if leaf else i
-
-    arrays = {
-        "feature": [int(x["split_feature"]) for x in internal] + [-1] * len(leaves),
-        "threshold": [float(x["threshold"]) for x in internal] + [0.0] * len(leaves),
-        "left": [index(x["_left"]) for x in internal] + [0] * len(leaves),
-        "right": [index(x["_right"]) for x in internal] + [0] * len(leaves),
-        "value": [float(x["internal_value"]) for x in internal]
-        + [float(x["leaf_value"]) for x in leaves],
-    }
-    return arrays, depth
-
-
-def dump_model(booster: Any, report: Mapping[str, Any]) -> dict[str, Any]:
-    """The booster as ``llmc.search.learned.FORMAT`` JSON: per tree, node arrays (internal
-    nodes first, then leaves) of split feature (-1: leaf), threshold, children, value."""
-    dumped = booster.dump_model(num_iteration=booster.best_iteration or None)
-    trees = []
-    depth = 1
-    for info in dumped["tree_info"]:
-        arrays, d = _flatten(info["tree_structure"])
-        trees.append(arrays)
-        depth = max(depth, d)
-    return {
-        "format": FORMAT,
-        "features": list(FEATURES),
-        "depth": depth,
-        "trees": trees,
-        "report": dict(report),
-    }
-
-
-def check_dump(model_json: Mapping[str, Any], booster: Any, matrix: Any) -> float:
-    """The largest difference between our tree walk and LightGBM's predictions."""
-    import numpy as np
-
-    from llmc.search.learned import model_from_json
-
-    ours = model_from_json(model_json).predict(matrix)
-    theirs = booster.predict(matrix, num_iteration=booster.best_iteration or None)
-    return float(np.max(np.abs(ours - theirs))) if len(ours) else 0.0
-
-
 def run(job: RankerJob) -> dict[str, Any]:
     """Collect the pools, fit the grid, keep the best on validation, write model and report."""
     from llmc import corpora
+    from llmc.eval.protocol.commits import mirrors_dir
+    from llmc.train.ranker_kinds import HISTORIES, collect_extra
 
     started = time.perf_counter()
     note = job.progress or (lambda s: log.info("%s", s))
     cache = job.cache_dir or corpora.default_cache_dir("train")
-    train_list = [(p, "train") for p in train_projects(job.projects)]
+    # validation first (choosing needs it), then the train projects with a history
+    train_list = sorted(
+        [(p, "train") for p in train_projects(job.projects)],
+        key=lambda t: t[0].name not in HISTORIES,
+    )
     valid_list = [(p, "validation") for p in validation_projects()]
-    opts = {"seed": job.seed, "depth": job.depth}
-    train_data = collect(
-        train_list, cache, max_queries=job.max_queries, max_doc_queries=job.max_doc_queries,
-        max_mention_queries=job.max_mention_queries, progress=note, **opts,
-    )  # fmt: skip
-    valid_data = collect(
-        valid_list, cache, max_queries=VALID_MAX_QUERIES, max_doc_queries=job.valid_doc_queries,
-        max_mention_queries=0, progress=note, **opts,
-    )  # fmt: skip
+    train_data: list[ProjectData] = []
+    valid_data: list[ProjectData] = []
+    todo = [*valid_list, *train_list]
+    for i, (project, split) in enumerate(todo):
+        train = split == "train"
+        if job.collect_until and time.time() > job.collect_until and train_data:
+            note(f"collection stopped at its deadline: {i} of {len(todo)} projects read")
+            job.extra["collection_stopped"] = f"{i} of {len(todo)} projects"
+            break
+        got = collect(
+            [(project, split)], cache, max_queries=job.max_queries if train else VALID_MAX_QUERIES,
+            max_doc_queries=job.max_doc_queries if train else job.valid_doc_queries,
+            max_mention_queries=job.max_mention_queries if train else 0, progress=note,
+            seed=job.seed, depth=job.depth,
+        )  # fmt: skip
+        if got and (job.max_test_queries or job.max_example_queries or job.reports):
+            got += collect_extra(
+                [(project, split)], cache, max_test_queries=job.max_test_queries,
+                max_example_queries=job.max_example_queries, reports=job.reports,
+                mirrors=job.mirrors or mirrors_dir(), progress=note, seed=job.seed,
+                depth=job.depth,
+            )  # fmt: skip
+        (train_data if train else valid_data).extend(got)
     data_s = time.perf_counter() - started
-    model_json, report = train_on(train_data, valid_data, job)
+    held = [d for d in train_data if held_out(d.project)]
+    fitted = [d for d in train_data if not held_out(d.project)]
+    model_json, report = train_on(fitted, valid_data, job, held)
     report["data"].update(
-        train_projects=[_project_row(d, train_list) for d in train_data],
+        train_projects=[_project_row(d, train_list) for d in fitted],
+        held_out_projects=[_project_row(d, train_list) for d in held],
         validation_projects=[_project_row(d, valid_list) for d in valid_data],
     )
+    report["data"]["collection_stopped"] = job.extra.get("collection_stopped", "")
     report["seconds"]["data"] = round(data_s, 1)
     report["seconds"]["total"] = round(time.perf_counter() - started, 1)
     write_model(job.out, model_json, report)
@@ -382,43 +382,57 @@ def run(job: RankerJob) -> dict[str, Any]:
 
 
 def train_on(
-    train_data: Sequence[ProjectData], valid_data: Sequence[ProjectData], job: RankerJob
+    train_data: Sequence[ProjectData],
+    valid_data: Sequence[ProjectData],
+    job: RankerJob,
+    held: Sequence[ProjectData] = (),
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Fit the grid on ``train_data``, choose on ``valid_data``; (model JSON, report)."""
+    """Fit on ``train_data``, choose on ``valid_data``: first the kind weights
+    (``WEIGHT_GRID``, with the last tree setting of ``GRID``), then the tree setting with
+    the chosen weights; (model JSON, report). ``held``: train projects held out of fitting,
+    reported per kind beside validation."""
     import lightgbm
 
     note = job.progress or (lambda s: log.info("%s", s))
     if len(train_data) < 2 or not valid_data:
         raise TrainError("too few projects gave training or validation data")
     train = stack(train_data, NEG_SAMPLE, job.seed, job.kinds)
-    weight = query_weights(train_data, train[2], job.kinds, job.doc_weight)
     valid = stack(valid_data)
     vx = all_rows(valid_data)
     grid = []
-    best: tuple[float, Any, dict[str, Any]] | None = None
+    best: tuple[float, Any, dict[str, Any], Any] | None = None
     fit_started = time.perf_counter()
-    for params in GRID:
-        t = time.perf_counter()
-        booster = fit(train, valid, params, job.threads, job.seed, weight)
-        m = split_metrics(booster.predict(vx, num_iteration=booster.best_iteration), valid_data)
-        row = {**params, "rounds": booster.best_iteration, **m, "seconds": time.perf_counter() - t}
-        grid.append(row)
-        note(
-            f"grid {params}: validation score {m['score']:.4f} (code MRR@10 "
-            f"{m['code']['mrr@10']:.4f}, docs {m['docs']['mrr@10']:.4f}; "
-            f"{booster.best_iteration} trees)"
-        )
-        if best is None or m["score"] > best[0]:
-            best = (m["score"], booster, dict(params))
+    weight_grid = job.weights or WEIGHT_GRID
+    if job.doc_weight != DOC_WEIGHT:  # --doc-weight given: the docs weight is not searched
+        weight_grid = tuple({**w, "docs": job.doc_weight} for w in weight_grid)
+    tries = [(GRID[-1], w) for w in dict((json.dumps(w), w) for w in weight_grid).values()]
+    chosen_w: dict[str, float] | None = None
+    for stage in ("weights", "trees"):
+        if stage == "trees":
+            assert best is not None
+            chosen_w = best[3]
+            tries = [(p, chosen_w) for p in GRID[:-1]]
+        for params, kind_w in tries:
+            t = time.perf_counter()
+            weight = query_weights(train_data, train[2], job.kinds, kind_w)
+            booster = fit(train, valid, params, job.threads, job.seed, weight)
+            m = split_metrics(booster.predict(vx, num_iteration=booster.best_iteration), valid_data)
+            row = {**params, "weights": kind_w, "rounds": booster.best_iteration, **m,
+                   "seconds": time.perf_counter() - t}  # fmt: skip
+            grid.append(row)
+            note(
+                f"grid {params} {kind_w}: validation score {m['score']:.4f} ("
+                + ", ".join(f"{g} {m[g]['mrr@10']:.4f}" for g in KIND_GROUPS if g in m)
+                + f"; {booster.best_iteration} trees)"
+            )
+            if best is None or m["score"] > best[0]:
+                best = (m["score"], booster, dict(params), kind_w)
     assert best is not None
-    _, booster, params = best
+    _, booster, params, chosen_w = best
+    weight = query_weights(train_data, train[2], job.kinds, chosen_w)
     fit_s = time.perf_counter() - fit_started
-    validation = {
-        "rrf over the pool's lists": split_metrics(vx[:, FEATURES.index("pool:rrf")], valid_data),
-        "learned": split_metrics(
-            booster.predict(vx, num_iteration=booster.best_iteration), valid_data
-        ),
-    }
+    validation = compare(booster, valid_data)
+    held_out_metrics = compare(booster, held) if held else {}
     ablation = {}
     if job.ablate:
         for group in GROUPS:
@@ -450,7 +464,9 @@ def train_on(
             "max_mention_queries": job.max_mention_queries,
             "valid_doc_queries": job.valid_doc_queries,
             "kinds": list(job.kinds) or "all",
-            "doc_weight": job.doc_weight,
+            "max_test_queries": job.max_test_queries,
+            "max_example_queries": job.max_example_queries,
+            "reports": job.reports,
             "depth": job.depth,
             "train_project_count": len(train_data),
             "train_queries": sum(_by_kind(train_data, job.kinds).values()),
@@ -460,8 +476,11 @@ def train_on(
             "validation_projects": [d.project for d in valid_data],
             "validation_queries": int(sum(len(d.groups) for d in valid_data)),
             "validation_queries_by_kind": _by_kind(valid_data),
+            "held_out_queries_by_kind": _by_kind(held),
         },
+        "kind_weights": chosen_w,
         "validation": validation,
+        "held_out": held_out_metrics,
         "ablation": ablation,
         "gain_top": {
             FEATURES[i]: round(float(importance[i]), 1)
@@ -475,6 +494,22 @@ def train_on(
     if diff > 1e-4:
         raise TrainError(f"the dumped trees differ from LightGBM's predictions by {diff}")
     return model_json, report
+
+
+def compare(booster: Any, data: Sequence[ProjectData]) -> dict[str, Any]:
+    """Per kind group on ``data``: RRF over the pool's lists, the shipped model (as it
+    loads today: an older feature list is mapped onto ``FEATURES``), and ``booster``."""
+    import json as _json
+
+    from llmc.search.learned import DEFAULT_MODEL, model_from_json
+
+    x = all_rows(data)
+    out = {"rrf over the pool's lists": split_metrics(x[:, FEATURES.index("pool:rrf")], data)}
+    if DEFAULT_MODEL.is_file():
+        shipped = model_from_json(_json.loads(DEFAULT_MODEL.read_text(encoding="utf-8")))
+        out["shipped model"] = split_metrics(shipped.predict(x), data)
+    out["learned"] = split_metrics(booster.predict(x, num_iteration=booster.best_iteration), data)
+    return out
 
 
 def write_model(out: Path, model_json: Mapping[str, Any], report: Mapping[str, Any]) -> None:
@@ -493,7 +528,10 @@ def _by_kind(data: Sequence[ProjectData], kinds: Sequence[str] = ()) -> dict[str
 
 
 def _project_row(d: ProjectData, listed: Sequence[tuple[Project, str]]) -> dict[str, Any]:
-    p = next(p for p, _ in listed if p.name == d.project)
+    p = next((p for p, _ in listed if p.name == d.project), None)
+    if p is None:  # a history's reports: ``<name>@history``
+        return {"name": d.project, "spans": d.spans, "queries": len(d.groups),
+                "answered_in_pool": d.answered, "kinds": sorted(set(d.kinds))}  # fmt: skip
     return {
         "name": p.name,
         "version": p.version,
@@ -501,6 +539,7 @@ def _project_row(d: ProjectData, listed: Sequence[tuple[Project, str]]) -> dict[
         "spans": d.spans,
         "queries": len(d.groups),
         "answered_in_pool": d.answered,
+        "kinds": sorted(set(d.kinds)),
     }
 
 
