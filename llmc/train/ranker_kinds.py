@@ -54,6 +54,10 @@ HISTORIES = {
     "python-dateutil": "dateutil/dateutil",
     "arrow": "arrow-py/arrow",
     "loguru": "Delgan/loguru",
+    "mkdocs": "mkdocs/mkdocs",
+    "boltons": "mahmoud/boltons",
+    "cattrs": "python-attrs/cattrs",
+    "more-itertools": "more-itertools/more-itertools",
 }
 
 
