@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from llmc.graph import cache as facts_cache
 from llmc.graph import spanmap, warm
 from llmc.graph.atomic import write_atomic
-from llmc.graph.codec import decode_facts
+from llmc.graph.codec import decode_facts_lazy
 from llmc.graph.extract import extract_file
 from llmc.graph.facts import with_span_defs
 from llmc.graph.langs import is_doc, spec_for
@@ -220,6 +220,7 @@ def _update(
         facts_cache.load_facts(cache)
         got = _gather_facts(repo_root, store, records, changed_set, cached_files, given, cfg)
         facts, spans_by_path = got.facts, got.spans_by_path
+        got.facts, got.spans_by_path = {}, None
         extracted, reused, failed = got.extracted, got.reused, got.failed
 
         resolver, keep_edges, mods = _previous_resolver(
@@ -227,9 +228,9 @@ def _update(
         )
         if resolver is None:
             resolver = Resolver(facts, repo_root, cfg.name_fallback, mods=mods)
-            nodes, edges, counts = resolver.run()
+            nodes, edges, counts = resolver.run(keep_memo=warm.enabled())
         else:
-            nodes, counts = resolver.update(facts, keep_edges)
+            nodes, counts = resolver.update(facts, keep_edges, keep_memo=warm.enabled())
             if keep_edges and kept is not None and kept.output is not None:
                 output = kept.output
             else:
@@ -259,6 +260,8 @@ def _update(
             n.pop("span_id", None)
         spanmap.attach_spans(nodes, spans_by_path)
         span_nodes = spanmap.span_nodes(nodes, spans_by_path)
+        if not warm.enabled():
+            spans_by_path = None  # (a kept state maps each file's spans: below)
         n_nodes, n_edges = len(nodes), len(edges)
         by_kind = dict(Counter(n["kind"] for n in nodes.values()).most_common())
         by_type = dict(Counter(t for _, _, t, _ in edges).most_common())
@@ -285,6 +288,10 @@ def _update(
         write_atomic(graph_file, output.render(header))
     else:
         header = write_node_link(graph_file, nodes, edges, generation, stats, meta)
+        if not warm.enabled():  # written: the facts cache needs the resolution only
+            del nodes, edges, span_nodes, meta
+            if resolver is not None:
+                resolver.drop_graph()
     if on_written is not None:
         on_written(stats)
     if not unchanged:
@@ -368,6 +375,10 @@ def _gather_facts(
     file is not ``changed``), else the chunk workers' (``given``, checked), else extracted
     here from disk."""
     out = _Gathered()
+    # A kept state (the daemon) keeps each file's JSON for its next cache write, and
+    # decodes calls and mentions from it; a one-shot run reads them again from ``given``
+    # (the indexer's spool file) when the file is resolved and when the cache is written.
+    keep_raw = warm.enabled()
     for path in sorted(records):
         rec = records[path]
         entry = cached_files.get(path)
@@ -385,7 +396,9 @@ def _gather_facts(
                 continue
             log.debug("%s: cached graph facts unreadable; re-extracting", path)
         raw = given.get(path)
-        f = decode_facts(raw, path) if raw is not None else None
+        f = None
+        if raw is not None:
+            f = decode_facts_lazy(raw, path, raw if keep_raw else given)
         if f is None:
             if raw is not None:
                 log.debug("%s: graph facts from the chunk worker unreadable", path)
@@ -400,7 +413,11 @@ def _gather_facts(
         if f.error.startswith(_FAILURES):
             out.failed += 1
         out.facts[path] = f
-        out.entries[path] = {"hash": rec.content_hash, "facts": f, "raw": raw}
+        if raw is None or keep_raw:
+            out.entries[path] = {"hash": rec.content_hash, "facts": f, "raw": raw}
+        else:  # read again from ``given`` when the cache is written
+            out.entries[path] = {"hash": rec.content_hash, "facts": f, "raw": None, "src": given}
+        del raw
     return out
 
 

@@ -157,7 +157,8 @@ def load_facts(cache: dict[str, Any]) -> None:
         facts[path] = (value, None)
     for path, entry in cache.get("files", {}).items():
         value, raw = facts.get(path, (None, None))
-        entry["facts"] = facts_from_data(value, path) if value is not None else None
+        # calls and mentions stay in the line's bytes until the file is resolved
+        entry["facts"] = facts_from_data(value, path, raw) if value is not None else None
         entry["raw"] = raw if entry["facts"] is not None else None
     for path, value in (cache.pop("results_delta", None) or {}).items():
         results[path] = (value, None)
@@ -200,7 +201,7 @@ def write(
     ``{"version", "name_fallback", "signature"}``)."""
     files = data["files"]
     for e in files.values():
-        if not e.get("raw"):  # kept for the next write (see llmc.graph.warm)
+        if not e.get("raw") and e.get("src") is None:  # kept for the next write (warm.py)
             e["raw"] = encode_facts(e["facts"])
     head = {
         "version": data["version"],
@@ -213,7 +214,7 @@ def write(
     def chunks() -> Iterator[bytes]:
         yield orjson.dumps(head) + b"\n"
         for p, e in files.items():
-            yield b'["f",' + orjson.dumps(p) + b"," + e["raw"] + b"]\n"
+            yield b'["f",' + orjson.dumps(p) + b"," + (e["raw"] or _raw_from(p, e)) + b"]\n"
         for p, raw in pairs:  # made as they are written when ``results`` is an iterator
             yield b'["r",' + orjson.dumps(p) + b"," + raw + b"]\n"
 
@@ -223,6 +224,19 @@ def write(
     except OSError:
         pass
     remove_legacy(path.parent)
+
+
+def _raw_from(path: str, e: dict[str, Any]) -> bytes:
+    """The facts JSON of an entry that keeps none: read again from where its facts were
+    decoded (``"src"``: the indexer's spool, by path; checked again when the cache is
+    read, like every line), else encoded."""
+    src = e.get("src")
+    if src is not None:
+        try:
+            return src[path]
+        except (KeyError, OSError):
+            pass
+    return encode_facts(e["facts"])
 
 
 def append_delta(
@@ -243,7 +257,7 @@ def append_delta(
     for p in paths:
         e = files[p]
         if not e.get("raw"):
-            e["raw"] = encode_facts(e["facts"])
+            e["raw"] = _raw_from(p, e)
     line = [
         b'{"prev":',
         orjson.dumps(prev),

@@ -14,6 +14,11 @@ resolver knows which table entries one file's edges depend on. The same keys let
 resolver keep its answers across updates: :meth:`Memo.invalidate` names the entries a
 patch changed, and an answer that read one of them is computed again when next asked for
 (checked lazily, by the epoch an answer was last known good in).
+
+Memory is bounded, not by the repository's size: answers are kept in two generations of at
+most ``MAX_ANSWERS`` each; when the young one is full it becomes the old one (the previous
+old one is dropped), and an answer found in the old one moves back to the young one. A
+dropped answer is computed again when next asked for, the same as before.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 MAX_DEPTH = 16
+# Answers kept per generation: ~650 bytes each with their reads (nine large Python
+# projects ask for 770k in one build; this keeps ~2 x 100 MB at most).
+MAX_ANSWERS = 150_000
 _MAX_EPOCHS = 64  # more patches than this since an answer was checked: start afresh
 _MISS = object()
 
@@ -29,8 +37,10 @@ _MISS = object()
 class Memo:
     """Cycle- and depth-safe memoisation with read tracking and an "inferred" flag."""
 
-    def __init__(self) -> None:
-        self.memo: dict[Hashable, tuple[Any, bool, set, int]] = {}
+    def __init__(self, max_answers: int = MAX_ANSWERS) -> None:
+        self.memo: dict[Hashable, tuple[Any, bool, set, int]] = {}  # the young generation
+        self.old: dict[Hashable, tuple[Any, bool, set, int]] = {}
+        self.max_answers = max_answers
         self.epoch = 0
         self.changes: list[set] = []  # changes[i]: keys changed when epoch i + 1 began
         self._stale: dict[int, set] = {}  # epoch -> keys changed since
@@ -44,8 +54,24 @@ class Memo:
         """Note that the current answer depends on the data named by ``key``."""
         self.reads.add(key)
 
+    def forget_answers(self) -> None:
+        """Drop every memoised answer (the epochs stay)."""
+        self.memo.clear()
+        self.old.clear()
+
+    def stash(self) -> tuple[dict, dict]:
+        """Set the answers aside (``restore`` brings them back): lookups in between start
+        from none."""
+        kept = self.memo, self.old
+        self.memo, self.old = {}, {}
+        return kept
+
+    def restore(self, kept: tuple[dict, dict]) -> None:
+        self.memo, self.old = kept
+
     def clear(self) -> None:
         self.memo.clear()
+        self.old.clear()
         self.changes.clear()
         self._stale.clear()
         self.epoch = 0
@@ -69,6 +95,10 @@ class Memo:
 
     def guard(self, key: Hashable, fn: Callable[..., Any], *args: Any) -> Any:
         hit = self.memo.get(key, _MISS)
+        if hit is _MISS and self.old:
+            hit = self.old.pop(key, _MISS)
+            if hit is not _MISS:
+                self._keep(key, hit)
         if hit is not _MISS and hit[3] != self.epoch:  # from before a patch: still good?
             if hit[2].isdisjoint(self._changed_since(hit[3])):
                 hit = self.memo[key] = (*hit[:3], self.epoch)
@@ -97,9 +127,14 @@ class Memo:
             self.cut, self.reads = outer_cut or cut, outer_reads
             self.inferred = outer_inferred
         if not cut:  # (reads is never changed once the frame ends)
-            self.memo[key] = (result, inferred, reads, self.epoch)
+            self._keep(key, (result, inferred, reads, self.epoch))
         self.inferred = outer_inferred or inferred
         return result
 
+    def _keep(self, key: Hashable, answer: tuple[Any, bool, set, int]) -> None:
+        if len(self.memo) >= self.max_answers:
+            self.old, self.memo = self.memo, {}
+        self.memo[key] = answer
 
-__all__ = ["MAX_DEPTH", "Memo"]
+
+__all__ = ["MAX_ANSWERS", "MAX_DEPTH", "Memo"]

@@ -58,7 +58,7 @@ def patch_tables(r: Lookup, new: dict[str, FileFacts]) -> set[tuple]:
                 old[k] = value(r, k)
 
     changed = sorted(new, key=r.order.__getitem__)
-    kept_memo, r.memo.memo = r.memo.memo, {}  # lookups below see tables half patched
+    kept_memo = r.memo.stash()  # lookups below see tables half patched
     for p in changed:
         remember(file_keys(r, p, r.facts[p]))
         remember(file_keys(r, p, new[p]))
@@ -83,7 +83,7 @@ def patch_tables(r: Lookup, new: dict[str, FileFacts]) -> set[tuple]:
         keys = {k for k in old if k[0] == rules.table_key and rules.table_key}
         if keys:
             rules.refresh(keys)
-    r.memo.memo.clear()
+    r.memo.forget_answers()
     # The types a file's impl methods and bases attach to are looked up in the tables:
     # again for the changed files, and for any file whose lookups read a changed entry.
     todo = list(changed)
@@ -102,14 +102,14 @@ def patch_tables(r: Lookup, new: dict[str, FileFacts]) -> set[tuple]:
         _gather_members(r, owners)
         _gather_bases(r, based, remember)
         owners, based = set(), set()
-        r.memo.memo.clear()
+        r.memo.forget_answers()
         diff = _diff(r, old)
         todo = [
             q for q, reads in r.owner_reads.items() if q not in done and not reads.isdisjoint(diff)
         ]
         todo.sort(key=r.order.__getitem__)
     keys = _diff(r, old)
-    r.memo.memo = kept_memo  # answers from before the patch, good unless they read keys
+    r.memo.restore(kept_memo)  # answers from before the patch, good unless they read keys
     r.memo.invalidate(keys)
     return keys
 

@@ -97,12 +97,27 @@ class Resolver(Lookup):
         self.last_resolved: set[str] = set()  # files the last update resolved
 
     # == run ===============================================================================
-    def run(self) -> tuple[dict[str, dict[str, Any]], Edges, dict]:
-        """Resolve every file: (nodes, edges as (src, dst, type, attrs), counts by type)."""
+    def run(self, keep_memo: bool = True) -> tuple[dict[str, dict[str, Any]], Edges, dict]:
+        """Resolve every file: (nodes, edges as (src, dst, type, attrs), counts by type).
+        Without ``keep_memo`` (nothing resolves again), the memoised lookups are dropped
+        before the edges are merged, which then reuse their memory."""
         self.results = {path: self.resolve_file(path, f) for path, f in self.facts.items()}
         self.files_resolved = len(self.facts)
         self.last_resolved = set(self.facts)
+        if not keep_memo:
+            self.drop_memo()
         return self._merge(self.results)
+
+    def drop_memo(self) -> None:
+        """Forget every memoised lookup (answers are the same without: only slower)."""
+        self.memo.clear()
+        self._candidates.clear()
+
+    def drop_graph(self) -> None:
+        """Let go of the merged nodes and edges once written (a resolver that is not
+        kept: only its per-file results are still read, for the facts cache)."""
+        self.nodes = self.table.nodes = {}
+        self.table.edges = {}
 
     @property
     def state(self) -> ResolutionState:
@@ -152,7 +167,7 @@ class Resolver(Lookup):
         )
 
     def update(
-        self, facts: dict[str, FileFacts], keep_edges: bool
+        self, facts: dict[str, FileFacts], keep_edges: bool, keep_memo: bool = True
     ) -> tuple[dict[str, dict[str, Any]], dict]:
         """Bring this resolver (its tables, results and, with ``keep_edges``, merged
         edges, all of the previous run) to ``facts``: the same files, some of them with
@@ -179,6 +194,8 @@ class Resolver(Lookup):
         self.last_resolved = set(new)
         for p in new:
             self.encoded.pop(p, None)
+        if not keep_memo:
+            self.drop_memo()
         if not keep_edges:
             self.results.update(new)
             nodes, _, counts = self._merge(self.results)
