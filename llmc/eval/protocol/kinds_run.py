@@ -28,7 +28,7 @@ from llmc.eval.protocol.kinds import (
     summarize,
     systems_for,
 )
-from llmc.eval.protocol.splits import SplitProject, select_projects
+from llmc.eval.protocol.splits import SplitProject
 
 log = logging.getLogger(__name__)
 
@@ -113,12 +113,9 @@ def run_every_kind(
 
 
 def _chosen(split: str, projects: Sequence[str | SplitProject]) -> list[SplitProject]:
-    named = [p for p in projects if isinstance(p, str)]
-    chosen = select_projects(split, named) if named or not projects else []
-    chosen += [p for p in projects if isinstance(p, SplitProject)]
-    if not chosen:
-        raise EvalError(f"no projects in the {split} split")
-    return chosen
+    from llmc.eval.protocol.run import chosen_projects
+
+    return chosen_projects(split, projects)
 
 
 # -- dry run -------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from llmc.errors import EvalError
+from llmc.eval.protocol.commits import FileLevelSearcher
 from llmc.eval.protocol.file_rank import BM25_FILE, FILE_METRICS, FileBM25Searcher, file_scores
 from llmc.eval.queries import EvalQuery, load_queries, write_eval_queries
 
@@ -169,19 +170,13 @@ def run_project(
     return out
 
 
-class GroupedFileSearcher:
+class GroupedFileSearcher(FileLevelSearcher):
     """A searcher whose results are files, grouped as ``--files`` groups them: it asks
     ``inner`` for ``spans`` spans and returns each of the ``k`` best files' best span
     (``bm25-file``'s whole files come through in their own order)."""
 
     def __init__(self, inner: Any, spans: int = SPANS):
-        self.inner = inner
-        self.spans = spans
-
-    def warm(self) -> None:
-        warm = getattr(self.inner, "warm", None)
-        if callable(warm):
-            warm()
+        super().__init__(inner, spans)
 
     def search(self, query: str, k: int | None = None) -> Any:
         from types import SimpleNamespace
@@ -193,11 +188,6 @@ class GroupedFileSearcher:
         return SimpleNamespace(
             results=[h.spans[0] for h in hits], route=getattr(response, "route", None)
         )
-
-    def close(self) -> None:
-        close = getattr(self.inner, "close", None)
-        if callable(close):
-            close()
 
 
 class _P:

@@ -203,6 +203,16 @@ def _task_projects(task: str, chosen: Sequence[SplitProject]) -> Sequence[SplitP
     return chosen
 
 
+def chosen_projects(split: str, projects: Sequence[str | SplitProject]) -> list[SplitProject]:
+    """The projects of ``split`` (or those named; a ``SplitProject`` is used as given)."""
+    named = [p for p in projects if isinstance(p, str)]
+    chosen = select_projects(split, named) if named or not projects else []
+    chosen += [p for p in projects if isinstance(p, SplitProject)]
+    if not chosen:
+        raise EvalError(f"no projects in the {split} split")
+    return chosen
+
+
 def run_protocol(
     split: str = "test",
     tasks: Sequence[str] = ("docstring",),  # commits needs local mirrors: asked for by name
@@ -238,11 +248,7 @@ def run_protocol(
     names = [s for s in names if s in available]
     if max_queries < 1 or k < 1:
         raise EvalError("--max-queries and -k must be at least 1")
-    named = [p for p in projects or () if isinstance(p, str)]
-    chosen = select_projects(split, named) if named or not projects else []
-    chosen += [p for p in projects or () if isinstance(p, SplitProject)]
-    if not chosen:
-        raise EvalError(f"no projects in the {split} split")
+    chosen = chosen_projects(split, projects or ())
     base = cache_dir or default_cache_dir(load_config(None).eval.cache_dir)
     runs: list[ProjectRun] = []
     for task in tasks:
@@ -287,6 +293,7 @@ __all__ = [
     "Paired",
     "ProjectRun",
     "ProtocolReport",
+    "chosen_projects",
     "metric_values",
     "numbers",
     "pooled_numbers",
