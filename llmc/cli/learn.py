@@ -113,7 +113,11 @@ def eval_cmd(
             raise click.UsageError("--pool and --check go with --task questions alone")
         _questions_pool(split, projects, check_only, as_json)
         return
+    if (out or resume or dry_run) and not (protocol and every is not None):
+        raise click.UsageError("--out, --resume and --dry-run go with --protocol --tasks")
     if protocol and every is not None:  # docs/evaluation.md, "Every kind in one run"
+        if tasks:
+            raise click.UsageError("give --tasks a,b,... or --task, not both")
         _every_kind(split, every, projects, max_queries, out, resume, dry_run, as_json, per_query)
         return
     if protocol:  # docs/evaluation.md, "Protocol"

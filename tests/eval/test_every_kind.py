@@ -354,3 +354,7 @@ def test_cli_dry_run_lists_sets_without_searching():
     assert "| questions | attrs | - | 0 | no question file |" in out.output
     bad = CliRunner().invoke(main, ["eval", "--protocol", "--tasks", "a,z", "--dry-run"])
     assert bad.exit_code == 1 and "unknown task 'z'" in bad.output
+    both = CliRunner().invoke(main, ["eval", "--protocol", "--tasks", "a", "--task", "commits"])
+    assert both.exit_code == 2 and "not both" in both.output
+    alone = CliRunner().invoke(main, ["eval", "attrs", "--dry-run"])
+    assert alone.exit_code == 2 and "go with --protocol --tasks" in alone.output
