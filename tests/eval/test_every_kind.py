@@ -311,6 +311,7 @@ def count_vowels(text):
 
 
 def test_every_kind_run_over_a_fixture_project(tmp_path):
+    from llmc.eval.protocol import kinds_run
     from llmc.eval.protocol.kinds_run import run_every_kind
 
     source = tmp_path / "src"
@@ -339,6 +340,13 @@ def test_every_kind_run_over_a_fixture_project(tmp_path):
     again = run_every_kind("validation", ("docstring",), [fixture], cache_dir=tmp_path / "c",
                            out=out, resume=True, resamples=R, fetch=None)  # fmt: skip
     assert again.kinds["docstring"].metrics["rrf"]["mrr@10"] == nums.metrics["rrf"]["mrr@10"]
+    assert saved["code"] == kinds_run.code_id() and "Code: " + saved["code"] in markdown(again)
+    # a run saved by other code, or with another max queries, is not read back
+    path = out / "runs" / "docstring-proj.json"
+    want = {k: saved[k] for k in ("split", "max_queries", "seed", "code")}
+    assert kinds_run._reuse(path, want) is not None
+    assert kinds_run._reuse(path, want | {"code": "0123abcd"}) is None
+    assert kinds_run._reuse(path, want | {"max_queries": 30}) is None
 
 
 def test_cli_dry_run_lists_sets_without_searching():

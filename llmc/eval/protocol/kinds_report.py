@@ -83,7 +83,9 @@ def markdown(report: EveryKindReport) -> str:
         f"At most {report.max_queries} queries a project and task (seed {report.seed}); 95% "
         f"bootstrap CIs, {report.resamples} resamples within (kind, project). Pooled: every "
         "kind weighs the same, every query the same within its kind "
-        "(`llmc/eval/protocol/kinds.py`).",
+        "(`llmc/eval/protocol/kinds.py`). Code: "
+        + ", ".join(sorted({str(r.get("code", "?")) for r in report.runs}) or ["-"])
+        + ".",
         "",
         "### Verdicts (issue 28, done when)",
         "",

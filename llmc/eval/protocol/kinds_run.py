@@ -43,14 +43,40 @@ def _checkpoint(out: Path | None, task: str, name: str) -> Path | None:
     return out / "runs" / f"{task}-{name.lower()}.json" if out is not None else None
 
 
-def _reuse(path: Path | None, split: str, max_queries: int, seed: int) -> dict | None:
+def code_id() -> str:
+    """Which llmc ran: the checkout's commit (``+dirty`` when files under ``llmc/`` differ
+    from it), else the package version (an export or an installed wheel)."""
+    import subprocess
+
+    from llmc import __version__
+    from llmc.eval.projects import llmc_checkout
+
+    root = llmc_checkout()
+    if root is not None and (root / ".git").exists():
+        try:
+            git = ["git", "-C", str(root)]
+            head = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                                  text=True, timeout=30, check=True).stdout.strip()  # fmt: skip
+            dirty = subprocess.run([*git, "status", "--porcelain", "--", "llmc"],
+                                   capture_output=True, text=True, timeout=30).stdout.strip()  # fmt: skip
+            return head + ("+dirty" if dirty else "")
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return f"llmc {__version__} ({Path(__file__).resolve().parents[3]})"
+
+
+def _reuse(path: Path | None, want: dict[str, Any]) -> dict | None:
+    """The run saved at ``path`` when it was made with the same split, max queries, seed
+    and code (``want``), else None."""
     if path is None or not path.is_file():
         return None
     try:
         rec = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if (rec.get("split"), rec.get("max_queries"), rec.get("seed")) != (split, max_queries, seed):
+    differs = [k for k, v in want.items() if rec.get(k) != v]
+    if differs:
+        log.warning("%s: not reused (%s differ)", path, ", ".join(differs))
         return None
     return rec
 
@@ -81,10 +107,11 @@ def run_every_kind(
     base = cache_dir or default_cache_dir(cfg.eval.cache_dir)
     runs: list[dict[str, Any]] = []
     failures: list[dict[str, str]] = []
+    want = {"split": split, "max_queries": max_queries, "seed": seed, "code": code_id()}
     for task in tasks:
         for sp in _projects(task, chosen):
             path = _checkpoint(out, task, sp.name)
-            rec = _reuse(path, split, max_queries, seed) if resume else None
+            rec = _reuse(path, want) if resume else None
             if rec is not None:
                 log.info("%s, %s: read back from %s", task, sp.name, path)
                 runs.append(rec)
@@ -101,7 +128,7 @@ def run_every_kind(
                 log.error("%s, %s: %s", task, sp.name, e)
                 failures.append({"task": task, "project": sp.name, "error": str(e)})
                 continue
-            rec = records(run) | {"max_queries": max_queries, "seed": seed}
+            rec = records(run) | want
             runs.append(rec)
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
