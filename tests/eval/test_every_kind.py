@@ -136,7 +136,8 @@ def test_kind_verdict_no_significant_loss():
         ["default", "rrf"],
         resamples=R,
     )
-    assert kind_verdict(near).status == PASS
+    v = kind_verdict(near)
+    assert v.status == PASS and v.evidence.endswith("; behind, not significantly")
 
 
 def test_pooled_verdict_needs_p_below_001():

@@ -340,6 +340,8 @@ def kind_verdict(numbers: KindNumbers) -> Verdict:
     )
     if losses:
         return Verdict(row, FAIL, evidence + "; significant loss: " + ", ".join(losses))
+    if d.diff.estimate < 0:
+        evidence += "; behind, not significantly"
     return Verdict(row, PASS, evidence)
 
 
