@@ -208,9 +208,9 @@ def _update(
     resolver: Resolver | None = None
     if unchanged:  # nothing to extract or resolve: refresh span ids and the generation
         nodes = {n.pop("id"): n for n in previous["nodes"]}
-        edges = [(e.pop("source"), e.pop("target"), e.pop("key"), e) for e in previous["edges"]]
-        for e in edges:
-            e[3].pop("type", None)
+        edges = {(e.pop("source"), e.pop("target"), e.pop("key")): e for e in previous["edges"]}
+        for e in edges.values():
+            e.pop("type", None)
         counts = header.get("stats", {}).get("resolution", {})
         token = cache["token"]
         extracted = failed = resolved = 0
@@ -228,13 +228,13 @@ def _update(
         )
         if resolver is None:
             resolver = Resolver(facts, repo_root, cfg.name_fallback, mods=mods)
-            nodes, edges, counts = resolver.run(keep_memo=warm.enabled())
+            nodes, edges, counts = resolver.run(keep_memo=warm.enabled(), as_list=False)
         else:
             nodes, counts = resolver.update(facts, keep_edges, keep_memo=warm.enabled())
             if keep_edges and kept is not None and kept.output is not None:
                 output = kept.output
             else:
-                edges = resolver.edge_list()
+                edges = resolver.table.edges
         if kept is not None and kept.resolver not in (None, resolver):
             kept.resolver.release()  # not patched: let reference counting free it
         resolved = resolver.files_resolved
@@ -254,17 +254,24 @@ def _update(
         n_nodes, n_edges, by_kind, by_type = output.counts()
         span_nodes = {sid: nid for per in span_nodes_of.values() for sid, nid in per.items()}
     else:
-        if spans_by_path is None:
-            spans_by_path = spanmap.read_span_rows(store)
         for n in nodes.values():
             n.pop("span_id", None)
-        spanmap.attach_spans(nodes, spans_by_path)
-        span_nodes = spanmap.span_nodes(nodes, spans_by_path)
+        mapped = None
+        if spans_by_path is None and resolver is not None and not warm.enabled():
+            # no state kept: each file's spans are read, mapped and let go in turn
+            mapped = spanmap.map_all_spans(store, nodes, resolver.defs)
+        if mapped is not None:
+            span_nodes = mapped
+        else:
+            if spans_by_path is None:
+                spans_by_path = spanmap.read_span_rows(store)
+            spanmap.attach_spans(nodes, spans_by_path)
+            span_nodes = spanmap.span_nodes(nodes, spans_by_path)
         if not warm.enabled():
             spans_by_path = None  # (a kept state maps each file's spans: below)
         n_nodes, n_edges = len(nodes), len(edges)
         by_kind = dict(Counter(n["kind"] for n in nodes.values()).most_common())
-        by_type = dict(Counter(t for _, _, t, _ in edges).most_common())
+        by_type = dict(Counter(t for _, _, t in edges).most_common())
 
     seconds = time.perf_counter() - started
     stats = GraphStats(

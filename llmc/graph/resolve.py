@@ -55,6 +55,7 @@ from llmc.graph.target import EXT, NODE, PKG, Target, inside
 log = logging.getLogger(__name__)
 
 Edges = list[tuple[str, str, str, dict[str, Any]]]
+EdgeMap = dict[tuple[str, str, str], dict[str, Any]]
 
 
 class Resolver(Lookup):
@@ -97,8 +98,11 @@ class Resolver(Lookup):
         self.last_resolved: set[str] = set()  # files the last update resolved
 
     # == run ===============================================================================
-    def run(self, keep_memo: bool = True) -> tuple[dict[str, dict[str, Any]], Edges, dict]:
-        """Resolve every file: (nodes, edges as (src, dst, type, attrs), counts by type).
+    def run(
+        self, keep_memo: bool = True, as_list: bool = True
+    ) -> tuple[dict[str, dict[str, Any]], Edges | EdgeMap, dict]:
+        """Resolve every file: (nodes, edges as (src, dst, type, attrs), counts by type);
+        without ``as_list``, the edges as the table holds them, {(src, dst, type): attrs}.
         Without ``keep_memo`` (nothing resolves again), the memoised lookups are dropped
         before the edges are merged, which then reuse their memory."""
         self.results = {path: self.resolve_file(path, f) for path, f in self.facts.items()}
@@ -106,7 +110,8 @@ class Resolver(Lookup):
         self.last_resolved = set(self.facts)
         if not keep_memo:
             self.drop_memo()
-        return self._merge(self.results)
+        nodes, counts = self._merge(self.results)
+        return nodes, self.edge_list() if as_list else self.table.edges, counts
 
     def drop_memo(self) -> None:
         """Forget every memoised lookup (answers are the same without: only slower)."""
@@ -198,8 +203,7 @@ class Resolver(Lookup):
             self.drop_memo()
         if not keep_edges:
             self.results.update(new)
-            nodes, _, counts = self._merge(self.results)
-            return nodes, counts
+            return self._merge(self.results)
         if self.edge_patch is None:
             self.edge_patch = EdgePatch(self, self.results)
         old = {p: self.results[p] for p in new}
@@ -214,7 +218,7 @@ class Resolver(Lookup):
         for rules in (self.generic, *self.family_rules.values()):
             rules.r = None  # type: ignore[assignment]
 
-    def _merge(self, results: dict[str, FileResult]) -> tuple[dict, Edges, dict]:
+    def _merge(self, results: dict[str, FileResult]) -> tuple[dict, dict]:
         table = self.table
         for phase in range(len(PHASES)):
             if PHASES[phase] == "mentions":
@@ -222,7 +226,7 @@ class Resolver(Lookup):
                 table.add_tests(self._test_source, tests)
             for res in results.values():
                 table.replay(res.phases[phase])
-        return self.nodes, self.edge_list(), self._counts(results)
+        return self.nodes, self._counts(results)
 
     def edge_list(self) -> Edges:
         return [(s, d, t, attrs) for (s, d, t), attrs in self.table.edges.items()]

@@ -10,6 +10,8 @@ the graph), and ``map_spans`` redoes both for a few files after a patch.
 from __future__ import annotations
 
 import logging
+import sqlite3
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from llmc.graph.model import FILE, UNRESOLVED, node_id
@@ -136,6 +138,44 @@ def map_spans(
     return touched
 
 
+def map_all_spans(
+    store: Store, nodes: dict[str, dict[str, Any]], defs: Mapping[str, Iterable[str]]
+) -> dict[str, str] | None:
+    """``attach_spans`` and then ``span_nodes`` over every file (``defs``: each file's
+    definitions' qualnames), reading the span rows of ``SQL_PATHS`` files at a time
+    instead of all of them (213k rows, 120 MB, on nine large projects). The same spans
+    in the same order as ``read_span_rows(store)`` gives: the files in the order of their
+    first span id, each file's rows by id. None when the store cannot be queried so (the
+    caller reads every row)."""
+    conn = store.conn  # (what a pending store raises here is the caller's)
+    sql = (
+        "SELECT id, path, kind, qualname, symbol, start_line, end_line, part FROM spans"
+        " WHERE path IN ({}) ORDER BY id"
+    )
+    out: dict[str, str] = {}
+    try:
+        paths = [
+            p for (p,) in conn.execute("SELECT path FROM spans GROUP BY path ORDER BY MIN(id)")
+        ]
+        for start in range(0, len(paths), SQL_PATHS):
+            chunk = paths[start : start + SQL_PATHS]
+            rows: dict[str, list[tuple]] = {}
+            for sid, path, kind, qual, sym, first, last, part in conn.execute(
+                sql.format(",".join("?" * len(chunk))), chunk
+            ):
+                rows.setdefault(path, []).append((sid, kind, qual, sym, first, last, part))
+            for path in chunk:
+                ids = [path, *(node_id(path, q) for q in defs.get(path, ()))]
+                sub = {nid: nodes[nid] for nid in ids if nid in nodes}
+                one = {path: rows.pop(path, [])}
+                attach_spans(sub, one)
+                out.update(span_nodes(sub, one))
+    except sqlite3.Error as e:
+        log.debug("span rows unreadable by file (%s); reading them all", e)
+        return None
+    return out
+
+
 def span_nodes_by_path(
     span_nodes: dict[str, str], spans: dict[str, list[tuple]]
 ) -> dict[str, dict[str, str]]:
@@ -149,4 +189,11 @@ def span_nodes_by_path(
     return out
 
 
-__all__ = ["attach_spans", "map_spans", "read_span_rows", "span_nodes", "span_nodes_by_path"]
+__all__ = [
+    "attach_spans",
+    "map_all_spans",
+    "map_spans",
+    "read_span_rows",
+    "span_nodes",
+    "span_nodes_by_path",
+]
