@@ -1,0 +1,167 @@
+"""What keeps a graph update's memory bounded gives the same graph as holding everything:
+facts whose calls and mentions stay in their JSON (``LazyFacts``), a memo of bounded
+generations, span rows mapped a few hundred files at a time, edges sorted without a key
+per edge, and a cold update's facts cache read back from the spool it was given."""
+
+from __future__ import annotations
+
+import shutil
+
+import orjson
+import pytest
+from graph_helpers import FIXTURES, copy_project, facts_of, filler_factory
+
+from llmc.graph import spanmap, update_graph
+from llmc.graph.codec import LazyFacts, decode_facts, decode_facts_lazy, encode_facts
+from llmc.graph.memo import Memo
+from llmc.graph.model import FACTS_FILE, GRAPH_FILE
+from llmc.graph.output import to_node_link
+from llmc.graph.resolve import Resolver
+
+filler = pytest.fixture(name="filler")(filler_factory)
+
+
+def _mixed(tmp_path):
+    root = copy_project(tmp_path, "pyshop")
+    shutil.copytree(FIXTURES / "tsapp", root / "web")
+    return root
+
+
+def test_lazy_facts_equal_the_decoded_ones_and_keep_no_calls(tmp_path):
+    facts = facts_of(_mixed(tmp_path))
+    assert any(f.calls for f in facts.values()) and any(f.mentions for f in facts.values())
+    for path, ff in facts.items():
+        raw = encode_facts(ff)
+        for source in (raw, {path: raw}):
+            lazy = decode_facts_lazy(raw, path, source)
+            assert isinstance(lazy, LazyFacts)
+            assert lazy == ff and ff == lazy and lazy == decode_facts(raw, path)
+            assert (lazy.calls, lazy.mentions) == (ff.calls, ff.mentions)
+            assert "_calls" not in vars(lazy) and "_mentions" not in vars(lazy)
+            assert encode_facts(lazy) == raw
+        assert decode_facts_lazy(raw, path + "x", raw) is None  # not that file's
+        bad = orjson.loads(raw)
+        bad["calls"] = [["scope", 1]]  # checked when decoded, not only when read
+        assert decode_facts_lazy(orjson.dumps(bad), path, orjson.dumps(bad)) is None
+    lazy.calls = [("set", "by", "hand", 1, False)]  # a set value is kept
+    assert lazy.calls == [("set", "by", "hand", 1, False)]
+
+
+def test_lazy_facts_whose_source_changed_read_as_none_not_an_error(tmp_path):
+    facts = facts_of(_mixed(tmp_path))
+    path, ff = next((p, f) for p, f in facts.items() if f.calls)
+    raw = encode_facts(ff)
+    source = {path: raw}
+    lazy = decode_facts_lazy(raw, path, source)
+    source[path] = b'{"path": "forged"}'
+    assert lazy.calls == []
+    del source[path]
+    assert lazy.calls == []
+
+
+def test_a_memo_of_small_generations_resolves_the_same(tmp_path):
+    facts = facts_of(_mixed(tmp_path))
+    full = Resolver(facts, tmp_path)
+    full.memo.max_answers = 10**9
+    want = full.run()
+    small = Resolver(facts, tmp_path)
+    small.memo.max_answers = 2
+    assert small.run() == want
+    assert full.results == small.results  # reads too: the incremental build relies on them
+    memo = small.memo
+    assert len(memo.memo) <= 2 and len(memo.old) <= 2
+    assert not memo.shared or all(k is v for k, v in memo.shared.items())
+
+
+def test_memo_generations_move_answers_back_and_forget_the_oldest():
+    m = Memo(max_answers=2)
+    asked: list[str] = []
+
+    def answer(key: str) -> str:
+        asked.append(key)
+        m.read(("name", key))
+        return key.upper()
+
+    for key in ("a", "b", "c", "a", "d", "e", "b"):
+        assert m.guard(key, answer, key) == key.upper()
+    # a, b: young; c rotates them to old; a moves back; d, e rotate; b was dropped
+    assert asked == ["a", "b", "c", "d", "e", "b"]
+    assert len(m.memo) + len(m.old) <= 4
+    m.reads = set()
+    m.guard("b", answer, "b")
+    assert m.reads == {("name", "b")}  # a kept answer still reports what it read
+
+
+def test_spans_mapped_by_file_equal_mapping_them_all(tmp_path, filler):
+    root = _mixed(tmp_path)
+    f = filler(root)
+    f.put()
+    facts = facts_of(root)
+    r = Resolver(facts, root)
+    nodes, _, _ = r.run()
+    every = {nid: dict(n) for nid, n in nodes.items()}
+    rows = spanmap.read_span_rows(f.store)
+    spanmap.attach_spans(every, rows)
+    want = spanmap.span_nodes(every, rows)
+    for sql_paths in (1, 3, 500):
+        by_file = {nid: dict(n) for nid, n in nodes.items()}
+        old = spanmap.SQL_PATHS
+        spanmap.SQL_PATHS = sql_paths
+        try:
+            got = spanmap.map_all_spans(f.store, by_file, r.defs)
+        finally:
+            spanmap.SQL_PATHS = old
+        assert list(got.items()) == list(want.items())  # the header's order too
+        assert by_file == every
+    assert len(want) > 50
+
+
+def test_edges_from_the_table_are_written_as_from_rows():
+    ids = ["a", "a/b", "a.b", "a::f", "a::f.g", "A", "?f", "b", "ä"]
+    table = {
+        (s, d, t): {"line": i}
+        for i, (s, d, t) in enumerate(
+            (s, d, t) for s in ids for d in ids[::-1] for t in ("imports", "calls", "call")
+        )
+    }
+    rows = [(s, d, t, a) for (s, d, t), a in table.items()]
+    from llmc.graph.model import GraphStats
+
+    by_rows = to_node_link({}, rows, 1, GraphStats())
+    by_table = to_node_link({}, table, 1, GraphStats())
+    assert by_rows["edges"] == by_table["edges"]
+    assert [(e["source"], e["key"], e["target"]) for e in by_table["edges"]] == sorted(
+        (s, t, d) for s, d, t in table
+    )
+
+
+def test_a_cold_update_writes_the_given_facts_to_its_cache(tmp_path, filler):
+    """The facts cache of an update given the workers' facts holds those very bytes
+    (read again from what was given, not kept), and the next run reads them back."""
+    root = _mixed(tmp_path)
+    f = filler(root)
+    changed = f.put()
+    given = {p: encode_facts(ff) for p, ff in facts_of(root).items()}
+    reads: list[str] = []
+
+    class Spool(dict):
+        def __getitem__(self, key):
+            reads.append(key)
+            return dict.__getitem__(self, key)
+
+    update_graph(root, f.store, changed, [], f.bump(), facts=Spool(given))
+    lines = (root / ".llmc" / FACTS_FILE).read_bytes().split(b"\n")[1:]
+    written = {}
+    for line in lines:
+        if line.startswith(b'["f",'):
+            kind, path, _ = orjson.loads(line)
+            written[path] = line[len(b'["f",') + len(orjson.dumps(path)) + 1 : -1]
+    assert written == {p: given[p] for p in changed}
+    assert set(reads) == set(changed)
+    graph = (root / ".llmc" / GRAPH_FILE).read_bytes()
+    stats = update_graph(root, f.store, [], [], f.bump())  # nothing changed: nothing resolved
+    assert stats.files_resolved == 0 and not stats.rebuilt
+    assert (
+        orjson.loads(graph)["nodes"]
+        == orjson.loads((root / ".llmc" / GRAPH_FILE).read_bytes())["nodes"]
+    )
