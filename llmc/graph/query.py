@@ -452,6 +452,10 @@ def load_graph(repo_root: Path) -> RepoGraph:
     try:
         st = os.stat(path)
     except FileNotFoundError:
+        if _index_run_holds(Path(repo_root)):
+            raise GraphMissingError(
+                "graph skipped: still being built by the index run under way"
+            ) from None
         raise GraphMissingError(
             f"no graph at {path} (run `llmc index` to build it; it needs [graph] enabled)"
         ) from None
@@ -464,6 +468,29 @@ def load_graph(repo_root: Path) -> RepoGraph:
     with _CACHE_LOCK:
         _CACHE[path] = (key, graph)
     return graph
+
+
+def _index_run_holds(repo_root: Path) -> bool:
+    """Whether an index run holds the writer lock now (a first run writes the graph last,
+    after the lexical index is searchable). Asked without waiting: a shared ``flock``
+    tried and let go at once, which no writer waits on (it retries)."""
+    import fcntl
+
+    from llmc.paths import lock_path
+
+    try:
+        fd = os.open(lock_path(repo_root), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # (drops the shared lock, if taken)
+    return False
 
 
 def read_graph(path: Path) -> RepoGraph:
