@@ -2,7 +2,9 @@
 (``splits``, ``projects.json``), tasks generated from pinned projects over a corpus with
 their answers' documentation stripped (``corpus``, ``docstring``), the baselines a user
 would pick instead (``grep``; the ``rrf``, ``bm25-only``, ``dense-only`` variants), and
-bootstrap CIs and paired tests of every system (``run``, ``report``)."""
+bootstrap CIs and paired tests of every system (``run``, ``report``); every kind of query in
+one run, per kind and pooled, with the issue-28 verdicts (``kinds``, ``kinds_run``,
+``kinds_report``)."""
 
 from llmc.eval.protocol.run import SYSTEMS, TASKS, ProtocolReport, run_protocol
 from llmc.eval.protocol.splits import SPLITS, SplitProject, protocol_projects, select_projects
