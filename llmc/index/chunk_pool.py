@@ -10,9 +10,15 @@ graph's tags query runs in the chunker's own walk of the tree (``llmc.tags.Also`
 workers start, and import what they need, while the indexer reads the first files
 (``warm``). Workers die with their parent (``PR_SET_PDEATHSIG`` on Linux), so a killed
 `llmc index` leaves none behind; they only read the texts they are handed and write nothing.
-A pool that cannot start or breaks falls back to this process, with one log line. Once the
-files are chunked, ``beside`` runs one more job in a worker while this process goes on (the
-indexer's graph update, beside its lexical update).
+A pool that cannot start or breaks falls back to this process, with one log line.
+
+``submit`` hands a batch to the workers and returns at once; the caller reads and writes
+other batches while they chunk it, and takes its results (``Batch.results``) when it needs
+them, so the workers are never idle while the indexer reads files or writes spans (with two
+batches in flight the cores stay busy; one at a time, the workers waited for each write).
+Once the files are chunked, ``beside`` runs one more job (the indexer's graph update, beside
+its lexical update) in a process of its own, and the chunk workers end: an idle chunk
+worker no longer sits beside the graph's memory peak.
 """
 
 from __future__ import annotations
@@ -190,6 +196,31 @@ def _init_worker() -> None:
         pass
 
 
+class Batch:
+    """Files handed to a ``ChunkPool`` (``submit``): their ``Chunked`` results, in order,
+    from ``results()``."""
+
+    def __init__(self, pool: ChunkPool, items: Sequence[tuple[str, str, bool]], cfg, work):
+        self.pool, self.items, self.cfg = pool, items, cfg
+        self._work = work  # the workers' results (an iterator), or None: chunk them here
+
+    def results(self) -> list[Chunked]:
+        """The results (once: the batch then lets its texts go). A pool that broke while
+        the workers had this batch chunks it here, in this process."""
+        pool, work = self.pool, self._work
+        self._work = None
+        try:
+            if work is not None:
+                try:
+                    return list(work)
+                except Exception as e:  # noqa: BLE001 - a broken pool only costs speed
+                    pool._after_break(e, self.cfg)
+            return pool._chunk_here(self.items, self.cfg)
+        finally:
+            pool._done(self)
+            self.items = ()
+
+
 class ChunkPool:
     """Chunks batches of files, in worker processes when that pays (see the module doc)."""
 
@@ -208,6 +239,8 @@ class ChunkPool:
         self.unparsed: set[str] = set(unparsed)
         self.crashed: dict[str, int] = {}  # found during this run: path -> the dead pid
         self._journal = ParseJournal(journal_dir) if journal_dir is not None else None
+        self._inflight: list[Batch] = []  # submitted, results not taken yet
+        self._beside: ProcessPoolExecutor | None = None  # the process ``beside`` started
 
     def __enter__(self) -> ChunkPool:
         return self
@@ -216,7 +249,11 @@ class ChunkPool:
         self.close()
 
     def close(self) -> None:
+        """End the workers (waiting for a ``beside`` job still running)."""
         self._stop_workers()
+        if self._beside is not None:
+            self._beside.shutdown(wait=True)
+            self._beside = None
         if self._journal is not None:
             self._journal.close()
 
@@ -230,6 +267,12 @@ class ChunkPool:
     ) -> Iterator[Chunked]:
         """``chunk_one`` of each (path, text, graph facts wanted), in order; workers
         tokenize too."""
+        yield from self.submit(items, index_cfg).results()
+
+    def submit(self, items: Sequence[tuple[str, str, bool]], index_cfg: IndexConfig) -> Batch:
+        """Hand ``items`` to the workers now; ``Batch.results()`` waits for them (without
+        workers, it chunks them then, in this process)."""
+        work = None
         if self.parallel and len(items) > 1:
             journal = str(self.journal_dir) if self.journal_dir is not None else None
             try:
@@ -238,28 +281,41 @@ class ChunkPool:
                     (rel, text, index_cfg, graph, journal, rel not in self.unparsed)
                     for rel, text, graph in items
                 ]
-                yield from list(executor.map(_chunk_task, tasks, chunksize=TASKS_PER_SEND))
-                return
-            except Exception as e:  # noqa: BLE001 - a broken pool only costs speed
-                self._after_break(e, items, index_cfg)
+                work = executor.map(_chunk_task, tasks, chunksize=TASKS_PER_SEND)
+            except Exception as e:  # noqa: BLE001 - results() chunks them here
+                log.debug("could not hand files to the chunk workers: %s", e)
+        batch = Batch(self, items, index_cfg, work)
+        self._inflight.append(batch)
+        return batch
+
+    def _done(self, batch: Batch) -> None:
+        if batch in self._inflight:
+            self._inflight.remove(batch)
+
+    def _chunk_here(
+        self, items: Sequence[tuple[str, str, bool]], index_cfg: IndexConfig
+    ) -> list[Chunked]:
+        out = []
         for rel, text, graph in items:
             if self._journal is not None:
                 self._journal.mark(rel)
-            yield chunk_one(rel, text, index_cfg, graph=graph, parse=rel not in self.unparsed)
+            out.append(chunk_one(rel, text, index_cfg, graph=graph, parse=rel not in self.unparsed))
         if self._journal is not None:
             self._journal.mark(None)
+        return out
 
-    def _after_break(
-        self, e: Exception, items: Sequence[tuple[str, str, bool]], index_cfg: IndexConfig
-    ) -> None:
+    def _after_break(self, e: Exception, index_cfg: IndexConfig) -> None:
         """The pool broke: a worker that died mid-file left that file in the journal; it
         is not parsed again, here or in the rest of the run. The pool ends its other
-        workers when one dies, so each file a dead worker held is a suspect until parsing
-        it alone, in a child process, shows whether it kills its parser."""
+        workers when one dies, so each file a dead worker held (in any batch in flight)
+        is a suspect until parsing it alone, in a child process, shows whether it kills
+        its parser. Once broken, the pool chunks in this process."""
+        if not self.parallel:
+            return  # an earlier batch's results found the break already
         self._stop_workers()
         self.parallel = False
         suspects = culprits(self.journal_dir) if self.journal_dir is not None else {}
-        texts = {rel: text for rel, text, _ in items}
+        texts = {rel: text for b in self._inflight for rel, text, _ in b.items}
         found = {
             rel: pid
             for rel, pid in suspects.items()
@@ -290,13 +346,25 @@ class ChunkPool:
             log.debug("could not start the chunk workers early: %s", e)
 
     def beside(self, fn: Callable[..., T], *args: Any) -> Future[T] | None:
-        """Run ``fn(*args)`` in a worker while this process goes on; None when this pool
-        has no worker processes up (a small run, one core, a broken pool)."""
+        """Run ``fn(*args)`` in a process of its own while this one goes on, once the
+        files are chunked: the chunk workers end (a later ``submit`` starts them again),
+        so an idle one does not sit beside ``fn``'s memory. None when this pool has no
+        worker processes up (a small run, one core, a broken pool): the caller runs ``fn``
+        itself."""
         if not self.parallel or self._executor is None:
             return None
         try:
-            return self._executor.submit(fn, *args)
-        except Exception as e:  # noqa: BLE001 - a broken pool: the caller runs fn itself
+            executor, self._executor = self._executor, None
+            executor.shutdown(wait=False, cancel_futures=True)  # they exit beside fn's start
+            if self._beside is None:
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
+
+                self._beside = ProcessPoolExecutor(
+                    1, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker
+                )
+            return self._beside.submit(fn, *args)
+        except Exception as e:  # noqa: BLE001 - no process: the caller runs fn itself
             log.info("worker processes unavailable (%s); running in this one", e)
             return None
 
@@ -313,4 +381,4 @@ class ChunkPool:
         return self._executor
 
 
-__all__ = ["PARALLEL_MIN_FILES", "ChunkPool", "chunk_one"]
+__all__ = ["PARALLEL_MIN_FILES", "Batch", "ChunkPool", "chunk_one"]

@@ -5,7 +5,9 @@ match its record is unchanged. ``parse_files`` reads each other file (``walk.rea
 inside the repository, secrets kept out, generated files skipped), drops the ones whose
 content hash matches after all (a touch), and hands the rest to the chunk workers
 (``ChunkPool``) in batches of ``CHUNK_BATCH_FILES``; a file's skip reason is recorded with
-its stat, so an unchanged skipped file is not read again.
+its stat, so an unchanged skipped file is not read again. ``BATCHES_AHEAD`` more batches
+are with the workers while the caller writes one and this reads the next: the workers
+never wait for the reads or the writes.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llmc.config import Config
-from llmc.index.chunk_pool import ChunkPool
+from llmc.index.chunk_pool import Batch, ChunkPool
 from llmc.index.generated import Detector
 from llmc.index.parse_journal import JOURNAL_DIR, culprits
 from llmc.index.progress import Progress
@@ -29,6 +31,9 @@ from llmc.types import IndexSummary, SkippedFile, Span, text_hash
 log = logging.getLogger(__name__)
 
 CHUNK_BATCH_FILES = 512  # files read before they are chunked (in parallel when many)
+# Batches handed to the workers before the first of them is taken (each holds its texts
+# and, once chunked, its results: ~20 MB a batch on the nine-project tree)
+BATCHES_AHEAD = 1
 
 
 @dataclass
@@ -87,7 +92,6 @@ def parse_batches(
     secrets_as = secrets_mode(cfg.index)
     detector = detector or Detector(cfg.index, root=root)
     progress.phase("parsing", len(files))
-    out: list[Parsed] = []  # the batch being chunked
     indexable: set[str] = set()
     known_skips = store.skipped_files() if store is not None else {}
     new_skips: list[tuple[str, int, int, str, str]] = []
@@ -95,11 +99,19 @@ def parse_batches(
     graph_cfg = cfg.graph
     graph = graph and graph_cfg.enabled
 
-    def chunk_pending(pool: ChunkPool) -> None:
+    inflight: list[tuple[list[tuple[WalkedFile, str]], Batch]] = []  # with the workers
+
+    def submit(pool: ChunkPool) -> None:
         items = [
             (f.path, text, graph and f.size <= graph_cfg.max_file_size) for f, text, _ in pending
         ]
-        for (f, _, digest), got in zip(pending, pool.chunk(items, cfg.index), strict=True):
+        inflight.append(([(f, digest) for f, _, digest in pending], pool.submit(items, cfg.index)))
+        pending.clear()
+
+    def take() -> list[Parsed]:
+        files_of, batch = inflight.pop(0)
+        out: list[Parsed] = []
+        for (f, digest), got in zip(files_of, batch.results(), strict=True):
             progress.advance()
             if isinstance(got, str):
                 summary.skipped.append(SkippedFile(f.path, "parse-error", got[:200]))
@@ -116,7 +128,7 @@ def parse_batches(
             summary.files_by_lang[key] = summary.files_by_lang.get(key, 0) + 1
             for s in spans:
                 summary.spans_by_kind[s.kind] = summary.spans_by_kind.get(s.kind, 0) + 1
-        pending.clear()
+        return out
 
     journal = None
     earlier: dict[str, int] = {}
@@ -158,14 +170,17 @@ def parse_batches(
                 continue
             pending.append((f, read.text, digest))
             if len(pending) >= CHUNK_BATCH_FILES:  # bounds the texts held at once
-                chunk_pending(pool)
-                if out:
-                    yield out
-                    out = []
-        chunk_pending(pool)
-        if out:
-            yield out
-            out = []
+                submit(pool)
+                if len(inflight) > BATCHES_AHEAD:
+                    out = take()
+                    if out:
+                        yield out
+        if pending:
+            submit(pool)
+        while inflight:
+            out = take()
+            if out:
+                yield out
     finally:
         if not graph:
             pool.close()
@@ -184,4 +199,11 @@ def parse_files(*args, **kwargs) -> list[Parsed]:
     return [p for batch in parse_batches(*args, **kwargs) for p in batch]
 
 
-__all__ = ["CHUNK_BATCH_FILES", "Parsed", "parse_batches", "parse_files", "split_by_stat"]
+__all__ = [
+    "BATCHES_AHEAD",
+    "CHUNK_BATCH_FILES",
+    "Parsed",
+    "parse_batches",
+    "parse_files",
+    "split_by_stat",
+]
