@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from llmc.graph import cache as facts_cache
 from llmc.graph import spanmap, warm
 from llmc.graph.atomic import write_atomic
-from llmc.graph.codec import decode_facts_lazy
+from llmc.graph.codec import decode_facts_lazy, encode_facts
 from llmc.graph.extract import extract_file
 from llmc.graph.facts import with_span_defs
 from llmc.graph.langs import is_doc, spec_for
@@ -105,6 +105,9 @@ def update_graph(
                 raise
             log.warning("graph: rebuilding without the facts cache, which failed (%r)", e)
             stats = _update(*args)
+        finally:
+            with contextlib.suppress(OSError):  # a failed build's spilled results
+                (Path(repo_root) / ".llmc" / facts_cache.SPILL).unlink()
         warm.settle()  # a kept state: out of the collector's way
         return stats
 
@@ -204,6 +207,7 @@ def _update(
         previous = read_json(graph_file)
         unchanged = header_of(previous) is not None
     output: NodeLink | None = None  # a kept resolver's encoded pieces, patched
+    spill: facts_cache.ResultSpill | None = None  # a cold build's result lines, on disk
     span_nodes_of: dict[str, dict[str, str]] | None = None
     resolver: Resolver | None = None
     if unchanged:  # nothing to extract or resolve: refresh span ids and the generation
@@ -226,9 +230,22 @@ def _update(
         resolver, keep_edges, mods = _previous_resolver(
             repo_root, cfg, facts, None if rebuilt else kept, None if rebuilt else cache
         )
+        n_facts = len(facts)
         if resolver is None:
             resolver = Resolver(facts, repo_root, cfg.name_fallback, mods=mods)
-            nodes, edges, counts = resolver.run(keep_memo=warm.enabled(), as_list=False)
+            keep = warm.enabled()
+            if not keep:  # the resolver holds the facts alone, and lets go of them once used
+                del facts, mods
+                _facts_as_json(got.entries)
+                spill = facts_cache.ResultSpill(facts_file)  # the results, for the cache
+            nodes, edges, counts = resolver.run(
+                keep_memo=keep,
+                as_list=False,
+                keep_tables=keep,
+                spill=None if spill is None else spill.add,
+            )
+            if spill is not None:
+                resolver.results = {}  # merged; the cache copies them from the spill
         else:
             nodes, counts = resolver.update(facts, keep_edges, keep_memo=warm.enabled())
             if keep_edges and kept is not None and kept.output is not None:
@@ -238,7 +255,7 @@ def _update(
         if kept is not None and kept.resolver not in (None, resolver):
             kept.resolver.release()  # not patched: let reference counting free it
         resolved = resolver.files_resolved
-        log.debug("graph: resolved %d of %d files", resolved, len(facts))
+        log.debug("graph: resolved %d of %d files", resolved, n_facts)
         token = uuid.uuid4().hex
         prev_token = cache.get("token")
         cache = {"version": FACTS_VERSION, "token": token, "files": got.entries}
@@ -269,6 +286,7 @@ def _update(
             span_nodes = spanmap.span_nodes(nodes, spans_by_path)
         if not warm.enabled():
             spans_by_path = None  # (a kept state maps each file's spans: below)
+        log.debug("graph: %d spans mapped to nodes; writing", len(span_nodes))
         n_nodes, n_edges = len(nodes), len(edges)
         by_kind = dict(Counter(n["kind"] for n in nodes.values()).most_common())
         by_type = dict(Counter(t for _, _, t in edges).most_common())
@@ -299,6 +317,7 @@ def _update(
             del nodes, edges, span_nodes, meta
             if resolver is not None:
                 resolver.drop_graph()
+    log.debug("graph: %s written; the facts cache next", graph_file.name)
     if on_written is not None:
         on_written(stats)
     if not unchanged:
@@ -325,7 +344,10 @@ def _update(
                 resolver.encoded_results(resolver.results, prune=True)
                 if warm.enabled()
                 else resolver.iter_encoded(resolver.results),
+                spill.lines() if spill is not None else (),
             )
+            if spill is not None:
+                spill.remove()
         if warm.enabled() and output is None and pieces_usable(records):
             output = NodeLink(nodes, resolver.table.edges)
             span_nodes_of = spanmap.span_nodes_by_path(span_nodes, spans_by_path)
@@ -426,6 +448,16 @@ def _gather_facts(
             out.entries[path] = {"hash": rec.content_hash, "facts": f, "raw": None, "src": given}
         del raw
     return out
+
+
+def _facts_as_json(entries: dict[str, Any]) -> None:
+    """Let the next facts cache's entries hold each file's facts as JSON only (kept,
+    encoded now, or read again from the spool they were given in: ``"src"``), not as
+    records, so that the records go with the resolver's tables."""
+    for e in entries.values():
+        if not e.get("raw") and e.get("src") is None:
+            e["raw"] = encode_facts(e["facts"])
+        e["facts"] = None
 
 
 def _previous_resolver(

@@ -21,6 +21,7 @@ an older llmc (``graph_facts.pickle``: never read) is deleted when found.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ import orjson
 from llmc.graph.atomic import write_atomic
 from llmc.graph.codec import (
     encode_facts,
+    encode_result,
     facts_from_data,
     result_from_data,
     signature_from_data,
@@ -188,17 +190,52 @@ def load_state(cache: dict[str, Any]) -> tuple[ResolutionState, dict[str, bytes]
     return ResolutionState(version, name_fallback, signature, files), raws
 
 
+SPILL = "graph_facts.results.tmp"  # a cold build's result lines, until the cache is written
+
+
+class ResultSpill:
+    """A cold build's result lines (``["r", path, result]``), written to
+    ``.llmc/graph_facts.results.tmp`` as each file is resolved, and copied into the cache
+    when it is written: its per-file results are then never all in memory (nine large
+    projects: ~200 MB of records)."""
+
+    def __init__(self, facts_file: Path):
+        self.path = facts_file.with_name(SPILL)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self._fh = os.fdopen(fd, "wb")
+
+    def add(self, path: str, res: FileResult) -> None:
+        self._fh.write(_line(b"r", path, encode_result(res)))
+
+    def lines(self) -> Iterator[bytes]:
+        self._fh.close()
+        with open(self.path, "rb") as fh:
+            yield from fh
+
+    def remove(self) -> None:
+        self._fh.close()
+        try:
+            self.path.unlink()
+        except OSError:
+            pass
+
+
+def _line(kind: bytes, path: str, raw: bytes) -> bytes:
+    return b'["' + kind + b'",' + orjson.dumps(path) + b"," + raw + b"]\n"
+
+
 def write(
     path: Path,
     data: dict[str, Any],
     state: dict[str, Any] | None = None,
     results: Mapping[str, bytes] | Iterable[tuple[str, bytes]] | None = None,
+    result_lines: Iterable[bytes] = (),
 ) -> None:
     """Write the cache whole: the header, each file's facts line (its kept bytes, or
     encoded now) and each file's result line (``results``: each file's result as JSON,
     encoded once per resolution of the file, by path, or as (path, JSON) pairs made while
-    the file is written; ``state``: what they were resolved under,
-    ``{"version", "name_fallback", "signature"}``)."""
+    the file is written; or ``result_lines``, whole, from a :class:`ResultSpill`;
+    ``state``: what they were resolved under, ``{"version", "name_fallback", "signature"}``)."""
     files = data["files"]
     for e in files.values():
         if not e.get("raw") and e.get("src") is None:  # kept for the next write (warm.py)
@@ -214,9 +251,12 @@ def write(
     def chunks() -> Iterator[bytes]:
         yield orjson.dumps(head) + b"\n"
         for p, e in files.items():
-            yield b'["f",' + orjson.dumps(p) + b"," + (e["raw"] or _raw_from(p, e)) + b"]\n"
+            raw = e["raw"] or _raw_from(p, e)
+            if raw is not None:  # (else: a cache miss for that file, re-extracted next run)
+                yield b'["f",' + orjson.dumps(p) + b"," + raw + b"]\n"
         for p, raw in pairs:  # made as they are written when ``results`` is an iterator
-            yield b'["r",' + orjson.dumps(p) + b"," + raw + b"]\n"
+            yield _line(b"r", p, raw)
+        yield from result_lines
 
     write_atomic(path, chunks())
     try:
@@ -226,17 +266,18 @@ def write(
     remove_legacy(path.parent)
 
 
-def _raw_from(path: str, e: dict[str, Any]) -> bytes:
+def _raw_from(path: str, e: dict[str, Any]) -> bytes | None:
     """The facts JSON of an entry that keeps none: read again from where its facts were
     decoded (``"src"``: the indexer's spool, by path; checked again when the cache is
-    read, like every line), else encoded."""
+    read, like every line), else encoded; None when neither can be had."""
     src = e.get("src")
     if src is not None:
         try:
             return src[path]
-        except (KeyError, OSError):
-            pass
-    return encode_facts(e["facts"])
+        except (KeyError, OSError) as err:
+            log.warning("%s: graph facts unreadable (%r); not cached", path, err)
+    f = e.get("facts")
+    return encode_facts(f) if f is not None else None
 
 
 def append_delta(
@@ -257,7 +298,7 @@ def append_delta(
     for p in paths:
         e = files[p]
         if not e.get("raw"):
-            e["raw"] = _raw_from(p, e)
+            e["raw"] = _raw_from(p, e) or b"null"  # (null: a cache miss when read)
     line = [
         b'{"prev":',
         orjson.dumps(prev),
@@ -278,6 +319,8 @@ def append_delta(
 
 __all__ = [
     "JOURNAL",
+    "SPILL",
+    "ResultSpill",
     "append_delta",
     "journal",
     "load",

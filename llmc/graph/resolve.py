@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -99,19 +99,55 @@ class Resolver(Lookup):
 
     # == run ===============================================================================
     def run(
-        self, keep_memo: bool = True, as_list: bool = True
+        self,
+        keep_memo: bool = True,
+        as_list: bool = True,
+        keep_tables: bool = True,
+        spill: Callable[[str, FileResult], None] | None = None,
     ) -> tuple[dict[str, dict[str, Any]], Edges | EdgeMap, dict]:
         """Resolve every file: (nodes, edges as (src, dst, type, attrs), counts by type);
         without ``as_list``, the edges as the table holds them, {(src, dst, type): attrs}.
         Without ``keep_memo`` (nothing resolves again), the memoised lookups are dropped
-        before the edges are merged, which then reuse their memory."""
-        self.results = {path: self.resolve_file(path, f) for path, f in self.facts.items()}
+        before the edges are merged, which then reuse their memory; without
+        ``keep_tables``, the facts and lookup tables too (:meth:`drop_tables`). With
+        ``spill``, each file's result is handed to it as it is resolved and kept without
+        its reads (the merge does not read them): the results are then for the merge only."""
+        if spill is None:
+            self.results = {path: self.resolve_file(path, f) for path, f in self.facts.items()}
+        else:
+            self.results = {}
+            for path, f in self.facts.items():
+                res = self.resolve_file(path, f)
+                spill(path, res)
+                self.results[path] = FileResult(res.phases, res.counts, frozenset())
         self.files_resolved = len(self.facts)
         self.last_resolved = set(self.facts)
+        log.debug("graph: %d files resolved; merging their edges", len(self.results))
+        tests = self._test_paths()
         if not keep_memo:
             self.drop_memo()
-        nodes, counts = self._merge(self.results)
+        if not keep_tables:
+            self.drop_tables()
+        nodes, counts = self._merge(self.results, tests)
         return nodes, self.edge_list() if as_list else self.table.edges, counts
+
+    def drop_tables(self) -> None:
+        """Let go of the facts and every lookup table once each file is resolved, in a
+        resolver that resolves nothing again: the merge, the span map and the facts cache
+        read the nodes, each file's definitions and the per-file results only (on nine
+        large projects the rest is ~0.5 GB)."""
+        self.release()
+        self.drop_memo()
+        self.facts = {}
+        self.mods = None  # type: ignore[assignment]
+        self.generic = LangRules(None)  # type: ignore[arg-type]
+        self.family_rules, self.rules, self.specs = {}, {}, {}
+        for name in (
+            "impls", "by_name", "by_qual", "members", "bindings", "names", "wild",
+            "reexports", "raw_bases", "inherit_entries", "orphans", "inherit_owners",
+            "owner_reads",
+        ):  # fmt: skip
+            setattr(self, name, {})
 
     def drop_memo(self) -> None:
         """Forget every memoised lookup (answers are the same without: only slower)."""
@@ -218,12 +254,17 @@ class Resolver(Lookup):
         for rules in (self.generic, *self.family_rules.values()):
             rules.r = None  # type: ignore[assignment]
 
-    def _merge(self, results: dict[str, FileResult]) -> tuple[dict, dict]:
+    def _test_paths(self) -> set[str]:
+        """The files with tests: test files, and files that define a test."""
+        return {p for p, f in self.facts.items() if f.test or any(d.test for d in f.defs)}
+
+    def _merge(
+        self, results: dict[str, FileResult], tests: set[str] | None = None
+    ) -> tuple[dict, dict]:
         table = self.table
         for phase in range(len(PHASES)):
             if PHASES[phase] == "mentions":
-                tests = {p for p, f in self.facts.items() if f.test or any(d.test for d in f.defs)}
-                table.add_tests(self._test_source, tests)
+                table.add_tests(self._test_source, self._test_paths() if tests is None else tests)
             for res in results.values():
                 table.replay(res.phases[phase])
         return self.nodes, self._counts(results)
