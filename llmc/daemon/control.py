@@ -9,6 +9,7 @@ terminal, output appended to ``.llmc/daemon.log``) and returns once the socket a
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -31,7 +32,9 @@ from llmc.daemon.pidfile import (
     stale_files,
 )
 from llmc.errors import LlmcError
-from llmc.paths import ensure_state_dir
+from llmc.paths import ensure_state_dir, state_dir
+
+log = logging.getLogger(__name__)
 
 LOG_ROTATE_BYTES = 5 * 1024 * 1024
 STOP_TIMEOUT_S = 15.0
@@ -71,6 +74,12 @@ def _tail(path: Path, lines: int) -> list[str]:
     return data.splitlines()[-lines:] if lines > 0 else []
 
 
+def python_m() -> list[str]:
+    """``python -m`` that never imports from the current directory (the repository's own
+    ``llmc/``, say): ``-P`` on 3.11+, and the child runs in ``.llmc/`` before that."""
+    return [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []), "-m"]
+
+
 def start(root: Path, cfg: Config, args: Sequence[str] = ()) -> StartResult:
     """Start the daemon for ``root`` unless one runs; return once its socket answers."""
     started = time.monotonic()
@@ -87,8 +96,8 @@ def start(root: Path, cfg: Config, args: Sequence[str] = ()) -> StartResult:
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "ab") as out:  # the log quotes file names and queries: private
         proc = subprocess.Popen(
-            [sys.executable, "-m", "llmc", "daemon", "run", "--repo", str(root), *args],
-            cwd=root,
+            [*python_m(), "llmc", "daemon", "run", "--repo", str(root), *args],
+            cwd=state_dir(root),  # never imports a `llmc/` of the repository (python_m)
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=out,
@@ -180,6 +189,41 @@ def status(root: Path) -> dict[str, Any]:
         "root": str(root),
         "stale": {"pid": stale.pid, "files": list(stale.files)} if stale else None,
     }
+
+
+class DaemonLink:
+    """How `llmc index` hands its new spans' vectors to this repository's daemon
+    (``llmc.index.handoff``): a daemon runs when it holds its lock and its socket is there
+    (``LLMC_NO_DAEMON=1``: never); it takes the job when it accepts a vectors-only reindex
+    (``engine.VECTORS_REASON`` with no paths)."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root).resolve()
+
+    def running(self) -> bool:
+        if client.daemon_disabled():
+            return False
+        try:
+            if not socket_path(self.root).exists():
+                return False
+        except LlmcError:
+            return False
+        return lock_held(self.root)
+
+    def embed(self) -> bool:
+        from llmc.daemon.engine import VECTORS_REASON
+
+        if not self.running():
+            return False
+        try:
+            client.request(
+                self.root, "reindex", {"reason": VECTORS_REASON, "paths": []},
+                connect_timeout=1.0, timeout=10.0,
+            )  # fmt: skip
+        except LlmcError as e:
+            log.info("the daemon did not take the vectors (%s): embedding in the background", e)
+            return False
+        return True
 
 
 def logs(root: Path, lines: int = 50, follow: bool = False) -> Iterator[str]:
@@ -290,4 +334,13 @@ def status_lines(st: dict[str, Any]) -> list[str]:
     return lines
 
 
-__all__ = ["StartResult", "StopResult", "logs", "start", "status", "status_lines", "stop"]
+__all__ = [
+    "DaemonLink",
+    "StartResult",
+    "StopResult",
+    "logs",
+    "start",
+    "status",
+    "status_lines",
+    "stop",
+]

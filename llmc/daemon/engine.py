@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 EMBED_CHUNK = 32
 SEARCHER_CACHE = 4
 MID_RUN_WARNING = "the lexical index reflects generation"  # llmc.search's stale-BM25 warning
+VECTORS_REASON = "index:vectors"  # `llmc index` handing its new spans' vectors over
 
 
 def loggable(text: str) -> str:
@@ -100,6 +101,12 @@ class Job:
     error: str | None = None
     done: threading.Event = field(default_factory=threading.Event)
 
+    @property
+    def vectors_only(self) -> bool:
+        """Asked for vectors only (``paths`` given and empty: an `llmc index` that handed
+        its new spans' vectors over): the run embeds what is missing and walks nothing."""
+        return not self.all_paths and not self.paths and VECTORS_REASON in self.reasons
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -137,7 +144,7 @@ class _Progress:
 class Reindexer:
     """One worker thread; requests coalesce into at most one pending run."""
 
-    def __init__(self, run: Callable[[_Progress], Any]):
+    def __init__(self, run: Callable[[_Progress, Job], Any]):
         self._run = run
         self._cond = threading.Condition()
         self._pending: Job | None = None
@@ -184,7 +191,7 @@ class Reindexer:
                 "all files" if job.all_paths else f"{len(job.paths)} changed paths",
             )
             try:
-                job.summary = self._run(progress).to_json()
+                job.summary = self._run(progress, job).to_json()
                 log.info(
                     "reindex #%d: %d indexed, %d removed, generation %s in %.2fs",
                     job.id,
@@ -407,7 +414,7 @@ class Engine:
             self.ready.set()
 
     # -- indexing ---------------------------------------------------------------------------
-    def _index(self, progress: _Progress) -> Any:
+    def _index(self, progress: _Progress, job: Job) -> Any:
         from llmc.index.indexer import Indexer
 
         cfg = self.cfg
@@ -421,7 +428,10 @@ class Engine:
         # A new edit waits for one backfill chunk, not the whole backfill: the next run
         # resumes it.
         stop = self.reindexer.has_pending if self.reindexer else None
-        summary = Indexer(self.root, cfg, progress, embedder_factory=embedder).run(stop=stop)
+        indexer = Indexer(self.root, cfg, progress, embedder_factory=embedder)
+        if job.vectors_only and not fresh:
+            return indexer.backfill(stop=stop)
+        summary = indexer.run(stop=stop)
         if fresh or summary.model_changed:
             # A Searcher decides once, when it opens, whether BM25 and dense search are on
             # (lexical index present, vectors from the configured model); both answers may

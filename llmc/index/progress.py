@@ -11,6 +11,7 @@ import errno
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -41,6 +42,131 @@ class Silent:
 
     def note(self, message: str) -> None:
         log.info(message)
+
+
+class Tee:
+    """One ``Progress`` that tells several (the terminal's and ``.llmc/progress.json``)."""
+
+    def __init__(self, *sinks: Progress):
+        self.sinks = sinks
+
+    def phase(self, name: str, total: int | None) -> None:
+        for s in self.sinks:
+            s.phase(name, total)
+
+    def advance(self, n: int = 1) -> None:
+        for s in self.sinks:
+            s.advance(n)
+
+    def note(self, message: str) -> None:
+        for s in self.sinks:
+            s.note(message)
+
+
+class PhaseClock:
+    """The current phase, how far it is and when it should end: the rate so far in this
+    phase (items per second since it began), once ``ETA_AFTER_S`` seconds and one item
+    have passed, so the first slow item does not promise hours."""
+
+    ETA_AFTER_S = 1.0
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self.clock = clock
+        self.name = ""
+        self.total: int | None = None
+        self.done = 0
+        self.started = clock()
+
+    def phase(self, name: str, total: int | None) -> None:
+        self.name, self.total, self.done, self.started = name, total, 0, self.clock()
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+
+    def elapsed(self) -> float:
+        return max(0.0, self.clock() - self.started)
+
+    def eta(self) -> float | None:
+        """Seconds left in this phase, or None when there is no total or no rate yet."""
+        elapsed = self.elapsed()
+        if not self.total or self.done <= 0 or elapsed < self.ETA_AFTER_S:
+            return None
+        left = max(0, self.total - self.done)
+        return left * elapsed / self.done
+
+    def line(self) -> str:
+        """``parsing: 5,200 of 17,729 (29%), 40s elapsed, eta 1m 36s``."""
+        if self.total:
+            pct = min(100, 100 * self.done // max(self.total, 1))
+            head = f"{self.name}: {self.done:,} of {self.total:,} ({pct}%)"
+        else:
+            head = f"{self.name}: {self.done:,} done" if self.done else f"{self.name}"
+        out = f"{head}, {duration(self.elapsed())} elapsed"
+        eta = self.eta()
+        return out + (f", eta {duration(eta)}" if eta is not None else "")
+
+    def to_json(self) -> dict:
+        eta = self.eta()
+        return {
+            "phase": self.name,
+            "done": self.done,
+            "total": self.total,
+            "elapsed_s": round(self.elapsed(), 1),
+            "eta_s": round(eta, 1) if eta is not None else None,
+        }
+
+
+def duration(seconds: float) -> str:
+    """``9s``, ``1m 36s``, ``2h 05m``."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m {seconds % 60:02d}s"
+    return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m"
+
+
+class LineProgress:
+    """Progress as plain lines, for a stderr that is not a terminal (a log, CI, a hook):
+    one line per phase every ``every_s`` seconds while it runs, with its ETA, so a phase
+    shorter than that prints nothing; notes as they come. ``write`` prints one line."""
+
+    def __init__(
+        self,
+        write: Callable[[str], None],
+        every_s: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.write = write
+        self.every_s = every_s
+        self.clock = PhaseClock(clock)
+        self._last = self.clock.started
+
+    def phase(self, name: str, total: int | None) -> None:
+        self._maybe_final()
+        self.clock.phase(name, total)
+        self._last = self.clock.started
+
+    def advance(self, n: int = 1) -> None:
+        self.clock.advance(n)
+        now = self.clock.clock()
+        if now - self._last >= self.every_s:
+            self._last = now
+            self.write(self.clock.line())
+
+    def note(self, message: str) -> None:
+        self.write(message)
+
+    def close(self) -> None:
+        self._maybe_final()
+
+    def _maybe_final(self) -> None:
+        """The end of a phase that printed a line while it ran."""
+        if self.clock.name and self._last > self.clock.started:
+            self.write(
+                f"{self.clock.name}: {self.clock.done:,} in {duration(self.clock.elapsed())}"
+            )
+            self._last = self.clock.started
 
 
 def mark() -> tuple[float, float]:
@@ -136,10 +262,14 @@ def _ident(path: Path) -> tuple[int, int] | None:
 
 __all__ = [
     "GuardedLock",
+    "LineProgress",
+    "PhaseClock",
     "Progress",
     "Silent",
+    "Tee",
     "StateGuard",
     "database_cause",
+    "duration",
     "failure_line",
     "lap",
     "mark",
