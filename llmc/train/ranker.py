@@ -118,6 +118,7 @@ class RankerJob:
     mirrors: Path | None = None  # git mirrors (default: ``commits.mirrors_dir()``)
     weights: tuple[dict[str, float], ...] = ()  # kind-group weights to try (default WEIGHT_GRID)
     collect_until: float = 0.0  # a Unix time: no project is started after it (0: none)
+    grid: tuple[dict[str, Any], ...] = ()  # tree settings (default GRID; the last one first)
     depth: int = 100
     seed: int = 0
     threads: int = 2
@@ -405,13 +406,14 @@ def train_on(
     weight_grid = job.weights or WEIGHT_GRID
     if job.doc_weight != DOC_WEIGHT:  # --doc-weight given: the docs weight is not searched
         weight_grid = tuple({**w, "docs": job.doc_weight} for w in weight_grid)
-    tries = [(GRID[-1], w) for w in dict((json.dumps(w), w) for w in weight_grid).values()]
+    trees = job.grid or GRID
+    tries = [(trees[-1], w) for w in dict((json.dumps(w), w) for w in weight_grid).values()]
     chosen_w: dict[str, float] | None = None
     for stage in ("weights", "trees"):
         if stage == "trees":
             assert best is not None
             chosen_w = best[3]
-            tries = [(p, chosen_w) for p in GRID[:-1]]
+            tries = [(p, chosen_w) for p in trees[:-1]]
         for params, kind_w in tries:
             t = time.perf_counter()
             weight = query_weights(train_data, train[2], job.kinds, kind_w)
