@@ -244,8 +244,6 @@ def _update(
                 keep_tables=keep,
                 spill=None if spill is None else spill.add,
             )
-            if spill is not None:
-                resolver.results = {}  # merged; the cache copies them from the spill
         else:
             nodes, counts = resolver.update(facts, keep_edges, keep_memo=warm.enabled())
             if keep_edges and kept is not None and kept.output is not None:
@@ -279,6 +277,7 @@ def _update(
             mapped = spanmap.map_all_spans(store, nodes, resolver.defs)
         if mapped is not None:
             span_nodes = mapped
+            resolver.defs = {}  # (not kept: read by the merge and the span map only)
         else:
             if spans_by_path is None:
                 spans_by_path = spanmap.read_span_rows(store)

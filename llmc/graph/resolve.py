@@ -110,26 +110,49 @@ class Resolver(Lookup):
         Without ``keep_memo`` (nothing resolves again), the memoised lookups are dropped
         before the edges are merged, which then reuse their memory; without
         ``keep_tables``, the facts and lookup tables too (:meth:`drop_tables`). With
-        ``spill``, each file's result is handed to it as it is resolved and kept without
-        its reads (the merge does not read them): the results are then for the merge only."""
+        ``spill``, each file's result is handed to it as it is resolved, and only its
+        edge events are kept, by phase, each let go of once merged (``self.results`` is
+        then left empty: the spill has them)."""
+        by_phase: list[list] | None = None
         if spill is None:
             self.results = {path: self.resolve_file(path, f) for path, f in self.facts.items()}
         else:
             self.results = {}
+            by_phase = [[] for _ in PHASES]
+            totals: list = []
             for path, f in self.facts.items():
                 res = self.resolve_file(path, f)
                 spill(path, res)
-                self.results[path] = FileResult(res.phases, res.counts, frozenset())
+                for events, into in zip(res.phases, by_phase, strict=True):
+                    if events:
+                        into.append(events)
+                totals.append(res.counts)
         self.files_resolved = len(self.facts)
         self.last_resolved = set(self.facts)
-        log.debug("graph: %d files resolved; merging their edges", len(self.results))
+        log.debug("graph: %d files resolved; merging their edges", len(self.facts))
         tests = self._test_paths()
         if not keep_memo:
             self.drop_memo()
         if not keep_tables:
             self.drop_tables()
-        nodes, counts = self._merge(self.results, tests)
+        if by_phase is None:
+            nodes, counts = self._merge(self.results, tests)
+        else:
+            nodes, counts = self._merge_phases(by_phase, tests), self._total(totals)
         return nodes, self.edge_list() if as_list else self.table.edges, counts
+
+    def _merge_phases(self, by_phase: list[list], tests: set[str]) -> dict:
+        """``_merge`` of every file's events, by phase (as ``_merge`` replays them), each
+        file's let go of once replayed: the merged edges grow as the events go."""
+        table = self.table
+        for phase, files in enumerate(by_phase):
+            if PHASES[phase] == "mentions":
+                table.add_tests(self._test_source, tests)
+            for i, events in enumerate(files):
+                table.replay(events)
+                files[i] = None
+            files.clear()
+        return self.nodes
 
     def drop_tables(self) -> None:
         """Let go of the facts and every lookup table once each file is resolved, in a
@@ -273,9 +296,13 @@ class Resolver(Lookup):
         return [(s, d, t, attrs) for (s, d, t), attrs in self.table.edges.items()]
 
     def _counts(self, results: dict[str, FileResult]) -> dict:
+        return self._total(res.counts for res in results.values())
+
+    def _total(self, per_file) -> dict:
+        """The resolution counts by edge type of these files' counts."""
         totals = {t: {"resolved": 0, "unresolved": 0, "external": 0} for t in RESOLVED_TYPES}
-        for res in results.values():
-            for (etype, status), n in res.counts:
+        for file_counts in per_file:
+            for (etype, status), n in file_counts:
                 totals[etype][status] += n
         counts = {}
         for etype, c in totals.items():
