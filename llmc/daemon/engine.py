@@ -48,12 +48,22 @@ def loggable(text: str) -> str:
 
 # -- embedding under the shared lock ------------------------------------------------------------
 class LockedEmbedder:
-    """Wrap an embedder so the indexer embeds in small chunks under ``lock``."""
+    """Wrap an embedder so the indexer embeds in small chunks under ``lock``; ``stop()``,
+    asked before each, gives way to a waiting edit at once (``StopEmbedding``: the
+    backfill's chunk in flight is dropped, the next run resumes), not after the backfill
+    chunk of hundreds of spans."""
 
-    def __init__(self, inner: Any, lock: threading.Lock, chunk: int = EMBED_CHUNK):
+    def __init__(
+        self,
+        inner: Any,
+        lock: threading.Lock,
+        chunk: int = EMBED_CHUNK,
+        stop: Callable[[], bool] | None = None,
+    ):
         self.inner = inner
         self.lock = lock
         self.chunk = chunk
+        self.stop = stop
         self.model_id = inner.model_id
         self.dim = inner.dim
 
@@ -65,6 +75,10 @@ class LockedEmbedder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(order), self.chunk):
+            if self.stop is not None and self.stop():
+                from llmc.index.backfill import StopEmbedding
+
+                raise StopEmbedding
             idx = order[start : start + self.chunk]
             with self.lock:
                 out[idx] = self.inner.embed_passages([texts[i] for i in idx])
@@ -419,15 +433,17 @@ class Engine:
 
         cfg = self.cfg
 
+        # A new edit waits for one embedding batch (EMBED_CHUNK texts), not the backfill:
+        # the next run resumes it.
+        stop = self.reindexer.has_pending if self.reindexer else None
+
         def embedder(category: str) -> LockedEmbedder:
             from llmc.models.embedder import embedder_from_config
 
-            return LockedEmbedder(embedder_from_config(cfg.embedding, category), self.model_lock)
+            inner = embedder_from_config(cfg.embedding, category)
+            return LockedEmbedder(inner, self.model_lock, stop=stop)
 
         fresh = not (db_path(self.root).exists() and lexical_path(self.root).is_dir())
-        # A new edit waits for one backfill chunk, not the whole backfill: the next run
-        # resumes it.
-        stop = self.reindexer.has_pending if self.reindexer else None
         indexer = Indexer(self.root, cfg, progress, embedder_factory=embedder)
         if job.vectors_only and not fresh:
             return indexer.backfill(stop=stop)

@@ -56,6 +56,12 @@ def default_chunk_spans() -> int:
         return CHUNK_SPANS
 
 
+class StopEmbedding(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by an embedder between its batches when the run should give way now (the
+    daemon's: a new edit is waiting); the chunk in flight is dropped, nothing of it is
+    written, and the backfill ends as ``stopped`` (the next run resumes it)."""
+
+
 @dataclass(frozen=True)
 class Coverage:
     """How many spans have a vector: in all, and per category (embedded, spans)."""
@@ -202,7 +208,8 @@ class Backfill:
         return out
 
     def _chunk(self, category: str, model_id: str, ids: list[int], summary: IndexSummary) -> bool:
-        """Embed one chunk (cache first) and commit it; False when the space changed."""
+        """Embed one chunk (cache first) and commit it; False when the space changed or the
+        embedder said stop (``StopEmbedding``)."""
         spans = self.store.spans_by_ids(ids)
         live = [spans[i] for i in ids if i in spans]
         hashes = [embed_hash(s.span) for s in live]
@@ -219,9 +226,12 @@ class Backfill:
         fresh: dict = {}
         if todo:
             started = time.perf_counter()
-            vectors = self.embedder(category).embed_passages(
-                list(todo.values()), progress=self._advance_by(len(todo), len(live) - hits)
-            )
+            try:
+                vectors = self.embedder(category).embed_passages(
+                    list(todo.values()), progress=self._advance_by(len(todo), len(live) - hits)
+                )
+            except StopEmbedding:
+                return False
             summary.embed_seconds += time.perf_counter() - started
             summary.embedded += len(todo)
             fresh = dict(zip(todo.keys(), vectors, strict=True))
@@ -262,4 +272,12 @@ class Backfill:
         return advance
 
 
-__all__ = ["CHUNK_ENV", "CHUNK_SPANS", "Backfill", "Coverage", "coverage", "default_chunk_spans"]
+__all__ = [
+    "CHUNK_ENV",
+    "CHUNK_SPANS",
+    "Backfill",
+    "Coverage",
+    "StopEmbedding",
+    "coverage",
+    "default_chunk_spans",
+]
