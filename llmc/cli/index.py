@@ -141,16 +141,16 @@ def _progress(
     """Bars at a terminal, plain lines with ETAs on any other stderr (none with ``-q`` or
     ``--json``), and the run's progress in ``.llmc/progress.json`` for `llmc status`."""
     from llmc.index.live import LiveFile
-    from llmc.index.progress import LineProgress, Tee
+    from llmc.index.progress import LineProgress, Silent, Tee
 
     show = not quiet and not as_json
-    with render.RichProgress(enabled=show and tty) as bars:
-        if show and not tty:
-            screen: Progress = LineProgress(
-                lambda line: click.echo(render.printable(line), err=True)
-            )
+    with contextlib.ExitStack() as stack:
+        if show and tty:
+            screen: Progress = stack.enter_context(render.RichProgress(enabled=True))
+        elif show:
+            screen = LineProgress(lambda line: click.echo(render.printable(line), err=True))
         else:
-            screen = bars
+            screen = Silent()  # rich's bars not even imported
         if dry_run:
             yield screen
             return
