@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import PurePosixPath
 
 from llmc.config import IndexConfig
@@ -31,12 +32,12 @@ class Ctx:
     max_lines: int
     overlap: int
 
-    @property
+    @cached_property  # asked for each span: a PurePosixPath each time was ~3% of chunking
     def stem(self) -> str:
         p = PurePosixPath(self.path)
         return p.stem or p.name or self.path
 
-    @property
+    @cached_property
     def filename(self) -> str:
         return PurePosixPath(self.path).name or self.path
 
