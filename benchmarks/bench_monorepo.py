@@ -184,11 +184,13 @@ def tree_rss_kb(root_pid: int) -> dict[int, int]:
     return out
 
 
-def index_cold(repo: Path, min_free_mb: int = 0) -> dict:
+def index_cold(repo: Path, min_free_mb: int = 0, max_s: float = 0) -> dict:
     """One `llmc index --no-vectors --json` process, its tree's RSS sampled; stopped (its
-    process group killed) if the machine's available memory falls under ``min_free_mb``."""
+    process group killed) if the machine's available memory falls under ``min_free_mb``
+    or it runs past ``max_s`` seconds (0: no limit)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "LLMC_NO_DAEMON": "1"}
     started = time.perf_counter()
+    started_epoch = time.time()
     proc = subprocess.Popen(
         [sys.executable, "-m", "llmc", "index", str(repo), "--no-vectors", "--json"],
         stdout=subprocess.PIPE,
@@ -219,6 +221,9 @@ def index_cold(repo: Path, min_free_mb: int = 0) -> dict:
             if low[0] < min_free_mb and not stopped:
                 stopped.append(f"MemAvailable {low[0]} MB < {min_free_mb} MB at {now:.0f} s")
                 os.killpg(proc.pid, 9)
+            if max_s and now > max_s and not stopped:
+                stopped.append(f"time limit {max_s:.0f} s")
+                os.killpg(proc.pid, 9)
             time.sleep(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -227,9 +232,13 @@ def index_cold(repo: Path, min_free_mb: int = 0) -> dict:
     wall = time.perf_counter() - started
     sampler.join()
     if stopped:
+        gate = repo / ".llmc" / "graph.gate"  # its token is written once the writes commit
         return {
             "stopped": stopped[0],
             "process_wall_s": round(wall, 1),
+            "graph_gate_written_s": (
+                round(gate.stat().st_mtime - started_epoch, 1) if gate.exists() else None
+            ),
             "peak_tree_rss_mb_until_stopped": round(peak[0]),
             "tree_rss_mb_every_2s": timeline,
         }
@@ -279,9 +288,10 @@ def index_traced(repo: Path) -> dict:
 EDIT_TARGET = "django/django/utils/text.py"
 
 
-def reruns(repo: Path, min_free_mb: int) -> dict:
+def reruns(repo: Path, min_free_mb: int, save) -> dict:
     """After the cold run: a no-op `llmc index` process, then one after a one-file edit."""
     out = {"no_op": index_cold(repo, min_free_mb)}
+    save(out)
     target = repo / EDIT_TARGET
     original = target.read_bytes()
     target.write_bytes(original + b"\n\ndef llmc_bench_added(x):\n    return x * 2\n")
@@ -301,6 +311,7 @@ def main() -> None:
     ap.add_argument("--copies", type=int, default=1, help="the nine projects N times")
     ap.add_argument("--reruns", action="store_true", help="then a no-op and a one-edit rerun")
     ap.add_argument("--min-free-gb", type=float, default=4.0, help="stop the run under this")
+    ap.add_argument("--max-minutes", type=float, default=0, help="stop the cold run after")
     ap.add_argument("--tracemalloc", action="store_true")
     args = ap.parse_args()
     min_free_mb = int(args.min_free_gb * 1024)
@@ -326,11 +337,19 @@ def main() -> None:
         if args.tracemalloc:
             out["index"] = index_traced(repo)
         else:
-            out["index"] = index_cold(repo, min_free_mb)
+            out["index"] = index_cold(repo, min_free_mb, args.max_minutes * 60)
         out["index_on_disk_mb"] = round(dir_mb(repo / ".llmc"), 1)
         out["load_average_after_cold_run"] = round(os.getloadavg()[0], 1)
+
+        def save(partial: dict | None = None) -> None:  # each step kept as it ends
+            if partial is not None:
+                out["reruns"] = partial
+            if args.out:
+                args.out.write_text(json.dumps(out, indent=2) + "\n")
+
+        save()
         if args.reruns and "stopped" not in out["index"]:
-            out["reruns"] = reruns(repo, min_free_mb)
+            out["reruns"] = reruns(repo, min_free_mb, save)
         out["load_average_at_end"] = round(os.getloadavg()[0], 1)
     text = json.dumps(out, indent=2)
     print(text)
