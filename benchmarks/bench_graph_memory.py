@@ -20,6 +20,7 @@ Nothing here asserts a figure: numbers go to stdout.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -72,7 +73,8 @@ def _spool(llmc_dir: Path) -> tuple[Path, dict[str, tuple[int, int]]]:
 
 
 def _bench_dir(tree: Path) -> Path:
-    """``.llmc-bench/``: the store and the lexical index linked, the graph files absent."""
+    """``.llmc-bench/``: the store and the lexical index linked, the graph files absent
+    (the graph and the facts cache this run writes are left there, to compare)."""
     src, dst = tree / ".llmc", tree / ".llmc-bench"
     if dst.exists():
         shutil.rmtree(dst)
@@ -98,11 +100,15 @@ def main() -> None:
     from llmc.store.db import Store
 
     llmc_dir = tree / ".llmc"
+    lock = open(tree.parent / f".{tree.name}.graph-bench.lock", "w")  # noqa: SIM115
+    fcntl.flock(lock, fcntl.LOCK_EX)  # one run at a time on a tree: they share its dirs
     spool_file = llmc_dir / SPOOL
     if not spool_file.exists() or not (llmc_dir / (SPOOL + ".json")).exists():
         spool_file, offsets = _spool(llmc_dir)
         (llmc_dir / (SPOOL + ".json")).write_text(json.dumps(offsets))
-    offsets = {k: tuple(v) for k, v in json.loads((llmc_dir / (SPOOL + ".json")).read_text()).items()}
+    offsets = {
+        k: tuple(v) for k, v in json.loads((llmc_dir / (SPOOL + ".json")).read_text()).items()
+    }
     bench = _bench_dir(tree)
 
     # The update runs on a root whose .llmc/ is the bench copy: a symlinked root.
@@ -147,7 +153,13 @@ def main() -> None:
         t0 = time.perf_counter()
         written: list[float] = []
         stats = update_graph(
-            root, store, changed, [], 1, cfg, given,
+            root,
+            store,
+            changed,
+            [],
+            1,
+            cfg,
+            given,
             on_written=lambda s: written.append(time.perf_counter() - t0),
         )
         seconds = time.perf_counter() - t0

@@ -18,6 +18,7 @@ only while that file itself is resolved. :func:`decode_facts_lazy` checks them a
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
@@ -67,6 +68,7 @@ _COUNT_KEYS = frozenset(
 
 log = logging.getLogger(__name__)
 
+_intern = sys.intern
 _new = tuple.__new__  # a row record (a NamedTuple) from a list already checked: no __init__
 
 
@@ -110,10 +112,33 @@ def decode_facts_lazy(
 _LAZY = ("calls", "mentions")
 
 
+# The text fields of the records a whole repository's facts hold, as each is decoded:
+# shared strings (sys.intern) instead of one per occurrence (a scope, a kind, a type name
+# repeats across a file's records and across files).
+_SHARED: dict[type, tuple[int, ...]] = {
+    Def: (0, 1, 2, 5),
+    Binding: (0, 1, 2, 3, 5),
+    Import: (0, 2, 5, 6),
+    Inherit: (0, 1),
+}
+
+
+def _share(got: list, fields: tuple[int, ...]) -> None:
+    for row in got:
+        if type(row) is list and len(row) > fields[-1]:
+            for i in fields:
+                v = row[i]
+                if type(v) is str:
+                    row[i] = _intern(v)
+
+
 def _rows(got: Any, kind: type, types: tuple, build: bool = True) -> list | int:
     """The checked rows of one kind (``build``: as records; else their number)."""
     if type(got) is not list:
         raise _Bad(kind.__name__)
+    shared = _SHARED.get(kind) if build else None
+    if shared:
+        _share(got, shared)
     n = len(types)
     # one pass: a row that is not a list of n values of these types is left out (and then
     # the counts differ); ``true`` passes for an int, as 1 would

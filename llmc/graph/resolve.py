@@ -171,6 +171,7 @@ class Resolver(Lookup):
             "owner_reads",
         ):  # fmt: skip
             setattr(self, name, {})
+        _trim()
 
     def drop_memo(self) -> None:
         """Forget every memoised lookup (answers are the same without: only slower)."""
@@ -439,6 +440,18 @@ class Resolver(Lookup):
             if d is not None and d.test:
                 return node_id(path, s)
         return path if self.nodes[path].get("test") else None
+
+
+def _trim() -> None:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``): what
+    Python frees is otherwise kept for reuse, and the records just let go of are made
+    again in other sizes."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 __all__ = ["Resolver", "split_path"]
