@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 EMBED_CHUNK = 32
 SEARCHER_CACHE = 4
 MID_RUN_WARNING = "the lexical index reflects generation"  # llmc.search's stale-BM25 warning
+MAX_JOB_PATHS = 20_000  # paths a pending run remembers; past that it is "all files"
 VECTORS_REASON = "index:vectors"  # `llmc index` handing its new spans' vectors over
 
 
@@ -181,8 +182,10 @@ class Reindexer:
             job.reasons.append(reason)
             if paths is None:
                 job.all_paths = True
-            else:
+            elif not job.all_paths:
                 job.paths.update(paths)
+                if len(job.paths) > MAX_JOB_PATHS:  # bounded: the run walks the tree anyway
+                    job.all_paths, job.paths = True, set()
             self._cond.notify_all()
             return job
 

@@ -11,6 +11,12 @@ run, which walks the tree, so a path the filter missed costs a stat, never a wro
 Watches are placed on the root (not recursive) and on each top-level directory that is not
 skipped (recursive), so ``node_modules/``, ``.venv/`` or ``.git/`` at the top cost no inotify
 watches. Top-level directories created, renamed or deleted later are re-watched.
+
+Memory is bounded whatever the burst (a branch switch of 100k files, a build writing into
+the tree): at most ``MAX_PENDING_PATHS`` paths are kept for a batch, the rest only counted.
+Such a batch skips the ignore check (the paths it would need are gone; an all-ignored
+sample must not drop the change beside it) and goes out as one reindex, which walks the
+tree anyway; the reindex only logs and counts the paths it is given.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ IGNORED_EVENTS = frozenset({"opened", "closed_no_write"})
 TEMP_SUFFIXES = ("~", ".swp", ".swx", ".swo", ".tmp", ".part", ".crdownload")
 TEMP_PREFIXES = (".#",)
 TEMP_NAMES = frozenset({"4913"})  # vim's write test
+MAX_PENDING_PATHS = 10_000  # paths kept for one batch; more are counted, not kept
 
 
 class PathFilter:
@@ -102,6 +109,7 @@ class Watcher:
         on_batch: Callable[[list[str]], None],
         debounce_s: float = 0.3,
         max_delay_s: float = 5.0,
+        max_pending: int = MAX_PENDING_PATHS,
     ):
         self.root = Path(root).resolve()
         self.filter = PathFilter(cfg)
@@ -110,6 +118,9 @@ class Watcher:
         self.max_delay_s = max_delay_s
         self._cond = threading.Condition()
         self._paths: set[str] = set()
+        self.max_pending = max(1, max_pending)
+        self._overflow = 0  # paths of this batch counted but not kept
+        self._config = False  # llmc.toml changed in this batch (kept even in an overflow)
         self._first = 0.0
         self._last = 0.0
         self._stopping = False
@@ -120,6 +131,8 @@ class Watcher:
         self.batches = 0
         self.dropped_batches = 0
         self.ignored_paths = 0  # changed paths dropped because git ignores them
+        self.paths = 0  # changed paths handed over, overflowed ones included
+        self.overflow_batches = 0  # batches over max_pending paths
         self.last_batch: dict[str, Any] | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -194,9 +207,16 @@ class Watcher:
             return
         now = time.monotonic()
         with self._cond:
-            if not self._paths:
+            if not self._paths and not self._overflow:
                 self._first = now
-            self._paths.update(keep)
+            self._config = self._config or "llmc.toml" in keep
+            room = self.max_pending - len(self._paths)
+            if room >= len(keep):
+                self._paths.update(keep)
+            else:
+                fresh = [r for r in keep if r not in self._paths]
+                self._paths.update(fresh[: max(room, 0)])
+                self._overflow += len(fresh) - max(room, 0)
             self._last = now
             self.events += 1
             self._cond.notify_all()
@@ -204,7 +224,7 @@ class Watcher:
     def _loop(self) -> None:
         while True:
             with self._cond:
-                while not self._paths and not self._stopping:
+                while not self._paths and not self._overflow and not self._stopping:
                     self._cond.wait()
                 if self._stopping:
                     return
@@ -215,21 +235,38 @@ class Watcher:
                         break
                     self._cond.wait(deadline - now)
                 batch, self._paths = sorted(self._paths), set()
-            self._flush(batch)
+                overflow, self._overflow = self._overflow, 0
+                config, self._config = self._config, False
+            if config and "llmc.toml" not in batch:
+                batch.append("llmc.toml")
+            self._flush(batch, overflow)
 
-    def _flush(self, batch: list[str]) -> None:
-        ignored = git_ignored(self.root, batch)
-        kept = [p for p in batch if p not in ignored]
-        self.ignored_paths += len(batch) - len(kept)
-        if not kept:
-            self.dropped_batches += 1
-            log.debug("watcher: %d changed paths, all git-ignored", len(batch))
-            return
+    def _flush(self, batch: list[str], overflow: int = 0) -> None:
+        if overflow:
+            kept = batch  # too many to check: the reindex walks the tree anyway
+        else:
+            ignored = git_ignored(self.root, batch)
+            kept = [p for p in batch if p not in ignored]
+            self.ignored_paths += len(batch) - len(kept)
+            if not kept:
+                self.dropped_batches += 1
+                log.debug("watcher: %d changed paths, all git-ignored", len(batch))
+                return
         self.batches += 1
-        self.last_batch = {"at": time.time(), "paths": len(kept), "sample": kept[:5]}
+        self.overflow_batches += bool(overflow)
+        total = len(kept) + overflow
+        self.paths += total
+        self.last_batch = {
+            "at": time.time(), "paths": total, "overflow": overflow, "sample": kept[:5],
+        }  # fmt: skip
         from llmc.daemon.engine import loggable  # a file name may hold a newline
 
-        log.info("watcher: %d changed paths (%s)", len(kept), ", ".join(map(loggable, kept[:3])))
+        log.info(
+            "watcher: %d changed paths%s (%s)",
+            total,
+            f", {overflow} of them counted only" if overflow else "",
+            ", ".join(map(loggable, kept[:3])),
+        )
         try:
             self.on_batch(kept)
         except Exception:  # noqa: BLE001 - the watcher outlives a failing consumer
@@ -237,7 +274,7 @@ class Watcher:
 
     def to_json(self) -> dict[str, Any]:
         with self._cond:
-            pending = len(self._paths)
+            pending = len(self._paths) + self._overflow
         return {
             "enabled": True,
             "watches": len(self._watches) + 1,
@@ -245,6 +282,9 @@ class Watcher:
             "batches": self.batches,
             "ignored_batches": self.dropped_batches,
             "ignored_paths": self.ignored_paths,
+            "paths": self.paths,
+            "overflow_batches": self.overflow_batches,
+            "max_pending_paths": self.max_pending,
             "pending_paths": pending,
             "last_batch": self.last_batch,
             "debounce_ms": round(self.debounce_s * 1000),
@@ -268,4 +308,4 @@ class _Handler(FileSystemEventHandler):
             log.exception("watcher: bad event %r", event)
 
 
-__all__ = ["PathFilter", "Watcher", "git_ignored"]
+__all__ = ["MAX_PENDING_PATHS", "PathFilter", "Watcher", "git_ignored"]
