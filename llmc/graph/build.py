@@ -35,6 +35,7 @@ from llmc.graph.atomic import write_atomic
 from llmc.graph.codec import decode_facts_lazy, encode_facts
 from llmc.graph.extract import extract_file
 from llmc.graph.facts import with_span_defs
+from llmc.graph.incremental import PHASES
 from llmc.graph.langs import is_doc, spec_for
 from llmc.graph.model import (
     FACTS_FILE,
@@ -106,8 +107,13 @@ def update_graph(
             log.warning("graph: rebuilding without the facts cache, which failed (%r)", e)
             stats = _update(*args)
         finally:
-            with contextlib.suppress(OSError):  # a failed build's spilled results
-                (Path(repo_root) / ".llmc" / facts_cache.SPILL).unlink()
+            llmc_dir = Path(repo_root) / ".llmc"
+            for name in (
+                facts_cache.SPILL,
+                *(facts_cache.EVENTS.format(i) for i in range(len(PHASES))),
+            ):
+                with contextlib.suppress(OSError):  # a failed build's spilled results
+                    (llmc_dir / name).unlink()
         warm.settle()  # a kept state: out of the collector's way
         return stats
 
@@ -208,6 +214,7 @@ def _update(
         unchanged = header_of(previous) is not None
     output: NodeLink | None = None  # a kept resolver's encoded pieces, patched
     spill: facts_cache.ResultSpill | None = None  # a cold build's result lines, on disk
+    events: facts_cache.EventSpill | None = None  # and its edge events, until merged
     span_nodes_of: dict[str, dict[str, str]] | None = None
     resolver: Resolver | None = None
     if unchanged:  # nothing to extract or resolve: refresh span ids and the generation
@@ -238,12 +245,18 @@ def _update(
                 del facts, mods
                 _facts_as_json(got.entries)
                 spill = facts_cache.ResultSpill(facts_file)  # the results, for the cache
-            nodes, edges, counts = resolver.run(
-                keep_memo=keep,
-                as_list=False,
-                keep_tables=keep,
-                spill=None if spill is None else spill.add,
-            )
+                events = facts_cache.EventSpill(llmc_dir, len(PHASES))  # theirs, to merge
+            try:
+                nodes, edges, counts = resolver.run(
+                    keep_memo=keep,
+                    as_list=False,
+                    keep_tables=keep,
+                    spill=None if spill is None else spill.add,
+                    events=events,
+                )
+            finally:
+                if events is not None:
+                    events.remove()
         else:
             nodes, counts = resolver.update(facts, keep_edges, keep_memo=warm.enabled())
             if keep_edges and kept is not None and kept.output is not None:

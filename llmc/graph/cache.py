@@ -30,6 +30,7 @@ import orjson
 
 from llmc.graph.atomic import write_atomic
 from llmc.graph.codec import (
+    decode_events,
     encode_facts,
     encode_result,
     facts_from_data,
@@ -220,6 +221,48 @@ class ResultSpill:
             pass
 
 
+EVENTS = "graph_events.{}.tmp"  # a cold build's edge events of one phase, until merged
+
+
+class EventSpill:
+    """A cold build's edge events, one file ``.llmc/graph_events.<phase>.tmp`` per phase
+    (a JSON list per resolved file), written as each file is resolved and read back, one
+    file's at a time, when they are merged: the events (~1M on nine large projects) are
+    never all in memory."""
+
+    def __init__(self, llmc_dir: Path, phases: int):
+        self.paths = [Path(llmc_dir) / EVENTS.format(i) for i in range(phases)]
+        self._fhs = []
+        for p in self.paths:
+            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            self._fhs.append(os.fdopen(fd, "wb"))
+
+    def add(self, phases: tuple) -> None:
+        for events, fh in zip(phases, self._fhs, strict=True):
+            if events:
+                fh.write(orjson.dumps(events) + b"\n")
+
+    def phase(self, i: int) -> Iterator[list[tuple]]:
+        """Each file's events of phase ``i``, in the order added (checked: a line that
+        does not decode is left out, with a warning)."""
+        self._fhs[i].close()
+        with open(self.paths[i], "rb") as fh:
+            for line in fh:
+                events = decode_events(line)
+                if events is None:
+                    log.warning("graph: spilled edge events unreadable; left out")
+                    continue
+                yield events
+
+    def remove(self) -> None:
+        for fh, p in zip(self._fhs, self.paths, strict=True):
+            fh.close()
+            try:
+                p.unlink()
+            except OSError:
+                pass
+
+
 def _line(kind: bytes, path: str, raw: bytes) -> bytes:
     return b'["' + kind + b'",' + orjson.dumps(path) + b"," + raw + b"]\n"
 
@@ -318,6 +361,8 @@ def append_delta(
 
 
 __all__ = [
+    "EVENTS",
+    "EventSpill",
     "JOURNAL",
     "SPILL",
     "ResultSpill",

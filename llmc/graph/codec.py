@@ -318,6 +318,36 @@ def result_from_data(data: Any) -> FileResult | None:
     return FileResult(tuple(phases), tuple(counts), reads)
 
 
+def decode_events(raw: bytes) -> list[tuple] | None:
+    """One file's edge events of one phase, as :func:`encode_result` writes them (a JSON
+    list of events), checked as :func:`result_from_data` checks them, with their text
+    shared (``sys.intern``: ids repeat across files, and the merged edges keep them) and
+    their confidences one float object each; None for anything else."""
+    try:
+        data = orjson.loads(raw)
+    except ValueError:
+        return None
+    if type(data) is not list:
+        return None
+    out = []
+    floats = _FLOATS
+    for ev in data:
+        if type(ev) is not list:
+            return None
+        if len(ev) == 6 and all(map(isinstance, ev, _EDGE)) and ev[2] in _EDGE_TYPES:
+            s, d, t, conf, line, via = ev
+            conf = floats.setdefault(conf, conf)
+            out.append((_intern(s), _intern(d), _intern(t), conf, line, _intern(via)))
+        elif len(ev) == 3 and all(map(isinstance, ev, _PLACEHOLDER)):
+            out.append((_intern(ev[0]), _intern(ev[1]), ev[2]))
+        else:
+            return None
+    return out
+
+
+_FLOATS: dict[float, float] = {}
+
+
 def signature_from_data(data: Any) -> tuple | None:
     """A module signature (``llmc.graph.tables.module_signature``) from decoded JSON:
     ``[[[path, lang, category, module], ...], [package dir, ...], [[module, dir], ...]]``,
@@ -337,6 +367,7 @@ def signature_from_data(data: Any) -> tuple | None:
 __all__ = [
     "LazyFacts",
     "decode_facts",
+    "decode_events",
     "decode_facts_lazy",
     "encode_facts",
     "encode_result",

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from llmc.graph.codec import encode_result
 from llmc.graph.edges import EdgeSink, EdgeTable
@@ -104,6 +104,7 @@ class Resolver(Lookup):
         as_list: bool = True,
         keep_tables: bool = True,
         spill: Callable[[str, FileResult], None] | None = None,
+        events: EventStore | None = None,
     ) -> tuple[dict[str, dict[str, Any]], Edges | EdgeMap, dict]:
         """Resolve every file: (nodes, edges as (src, dst, type, attrs), counts by type);
         without ``as_list``, the edges as the table holds them, {(src, dst, type): attrs}.
@@ -112,8 +113,9 @@ class Resolver(Lookup):
         ``keep_tables``, the facts and lookup tables too (:meth:`drop_tables`). With
         ``spill``, each file's result is handed to it as it is resolved, and only its
         edge events are kept, by phase, each let go of once merged (``self.results`` is
-        then left empty: the spill has them)."""
-        by_phase: list[list] | None = None
+        then left empty: the spill has them); with ``events`` too, they are kept there
+        (on disk) instead of in memory."""
+        by_phase: list | None = None
         if spill is None:
             self.results = {path: self.resolve_file(path, f) for path, f in self.facts.items()}
         else:
@@ -123,10 +125,15 @@ class Resolver(Lookup):
             for path, f in self.facts.items():
                 res = self.resolve_file(path, f)
                 spill(path, res)
-                for events, into in zip(res.phases, by_phase, strict=True):
-                    if events:
-                        into.append(events)
+                if events is not None:
+                    events.add(res.phases)
+                else:
+                    for file_events, into in zip(res.phases, by_phase, strict=True):
+                        if file_events:
+                            into.append(file_events)
                 totals.append(res.counts)
+            if events is not None:
+                by_phase = [events.phase(i) for i in range(len(PHASES))]
         self.files_resolved = len(self.facts)
         self.last_resolved = set(self.facts)
         log.debug("graph: %d files resolved; merging their edges", len(self.facts))
@@ -148,10 +155,8 @@ class Resolver(Lookup):
         for phase, files in enumerate(by_phase):
             if PHASES[phase] == "mentions":
                 table.add_tests(self._test_source, tests)
-            for i, events in enumerate(files):
+            for events in _drain(files):
                 table.replay(events)
-                files[i] = None
-            files.clear()
         return self.nodes
 
     def drop_tables(self) -> None:
@@ -440,6 +445,24 @@ class Resolver(Lookup):
             if d is not None and d.test:
                 return node_id(path, s)
         return path if self.nodes[path].get("test") else None
+
+
+class EventStore(Protocol):
+    """Where a cold run keeps each file's edge events until they are merged
+    (:class:`llmc.graph.cache.EventSpill`)."""
+
+    def add(self, phases: tuple) -> None: ...
+    def phase(self, i: int) -> Iterator[list[tuple]]: ...
+
+
+def _drain(files: Iterable) -> Iterator:
+    """The items of ``files`` in order; a list is emptied as they go."""
+    if isinstance(files, list):
+        files.reverse()
+        while files:
+            yield files.pop()
+    else:
+        yield from files
 
 
 def _trim() -> None:

@@ -165,3 +165,32 @@ def test_a_cold_update_writes_the_given_facts_to_its_cache(tmp_path, filler):
         orjson.loads(graph)["nodes"]
         == orjson.loads((root / ".llmc" / GRAPH_FILE).read_bytes())["nodes"]
     )
+
+
+def test_spilled_events_read_back_as_resolved_and_checked(tmp_path):
+    from llmc.graph.codec import decode_events
+
+    facts = facts_of(_mixed(tmp_path))
+    r = Resolver(facts, tmp_path)
+    r.run()
+    seen = 0
+    for res in r.results.values():
+        for events in res.phases:
+            if events:
+                assert decode_events(orjson.dumps(events)) == list(events)
+                seen += len(events)
+    assert seen > 100
+    assert decode_events(b'[["a", "b", "calls", 1.0, 3, ""]]') == [("a", "b", "calls", 1.0, 3, "")]
+    for bad in (b"not json", b"{}", b'[["a", "b", "nope", 1.0, 3, ""]]', b'[["a", 1, 2]]', b"[1]"):
+        assert decode_events(bad) is None, bad
+
+
+def test_a_cold_update_leaves_no_spill_files(tmp_path, filler):
+    from llmc.graph.cache import EVENTS, SPILL
+
+    root = _mixed(tmp_path)
+    f = filler(root)
+    update_graph(root, f.store, f.put(), [], f.bump())
+    left = {p.name for p in (root / ".llmc").iterdir()}
+    assert SPILL not in left and not any(EVENTS.format(i) in left for i in range(4))
+    assert GRAPH_FILE in left and FACTS_FILE in left
