@@ -141,7 +141,7 @@ def _progress(
     """Bars at a terminal, plain lines with ETAs on any other stderr (none with ``-q`` or
     ``--json``), and the run's progress in ``.llmc/progress.json`` for `llmc status`."""
     from llmc.index.live import LiveFile
-    from llmc.index.progress import LineProgress, Silent, Tee
+    from llmc.index.progress import LineProgress, SaySearchable, Silent, Tee
 
     show = not quiet and not as_json
     with contextlib.ExitStack() as stack:
@@ -154,6 +154,8 @@ def _progress(
         if dry_run:
             yield screen
             return
+        if show:
+            screen = SaySearchable(screen)
         what = "embedding the missing vectors" if vectors_only else "llmc index"
         live = LiveFile(root, what)
         try:

@@ -63,6 +63,33 @@ class Tee:
             s.note(message)
 
 
+class SaySearchable:
+    """Says "searchable now" when a run that parsed something reaches its graph phase:
+    BM25 and exact symbols answer from then on, while the graph (seconds on a large tree)
+    and the vectors follow."""
+
+    LINE = "searchable now: BM25 and exact symbols answer; updating the graph"
+
+    def __init__(self, inner: Progress):
+        self.inner = inner
+        self._parsed = False
+        self._said = False
+
+    def phase(self, name: str, total: int | None) -> None:
+        if name == "parsing" and total:
+            self._parsed = True
+        elif name == "graph" and self._parsed and not self._said:
+            self._said = True
+            self.inner.note(self.LINE)
+        self.inner.phase(name, total)
+
+    def advance(self, n: int = 1) -> None:
+        self.inner.advance(n)
+
+    def note(self, message: str) -> None:
+        self.inner.note(message)
+
+
 class PhaseClock:
     """The current phase, how far it is and when it should end: the rate so far in this
     phase (items per second since it began), once ``ETA_AFTER_S`` seconds and one item
@@ -265,6 +292,7 @@ __all__ = [
     "LineProgress",
     "PhaseClock",
     "Progress",
+    "SaySearchable",
     "Silent",
     "Tee",
     "StateGuard",

@@ -17,7 +17,7 @@ from llmc.cli import main
 from llmc.index.backfill import Coverage
 from llmc.index.live import LiveFile, live_path, read_live
 from llmc.index.lock import IndexLock
-from llmc.index.progress import LineProgress, PhaseClock, Tee, duration
+from llmc.index.progress import LineProgress, PhaseClock, SaySearchable, Tee, duration
 from llmc.index.status import graph_generation, searchable, writer_holder
 from llmc.paths import ensure_state_dir, lock_path
 
@@ -176,3 +176,18 @@ def test_index_output_stays_clean_off_a_terminal(tmp_path: Path) -> None:
     plain = CliRunner().invoke(main, ["index", str(root), "--no-vectors"])
     assert plain.exit_code == 0
     assert "\x1b" not in plain.output  # no bars or colours off a terminal
+
+
+def test_searchable_is_said_once_when_a_run_that_parsed_reaches_its_graph() -> None:
+    lines: list[str] = []
+    quiet = SaySearchable(LineProgress(lines.append))
+    quiet.phase("scanning", None)
+    quiet.phase("graph", None)  # a run with nothing to parse: nothing new to say
+    assert lines == []
+    run = SaySearchable(LineProgress(lines.append))
+    run.phase("parsing", 3)
+    run.advance(3)
+    run.phase("graph", None)
+    run.phase("embedding", 10)
+    run.phase("graph", None)
+    assert lines == [SaySearchable.LINE]
