@@ -10,7 +10,9 @@ the first Python file git lists), so every run parses one file and writes its sp
 
 CLI: ``python -P -m llmc index DIR --json [--vectors MODE]`` per mode (``default``: no
 flag, which off a terminal and without a daemon embeds here, the behaviour before the
-hand-off; ``later``: the new spans' vectors go to a background process). Measured: the
+hand-off; ``later``: the new spans' vectors go to a background process; ``none``:
+``--no-vectors``, the same first phase on a tree whose vectors are not all there, where
+``later`` would start embedding all of them). Measured: the
 process's wall time (start-up and imports included), ``searchable_seconds`` and the phases
 it reports, and for ``later`` when the background embedder finished (vectors complete).
 ``--src`` runs another checkout's llmc (``PYTHONPATH``; e.g. the code before a change).
@@ -87,7 +89,7 @@ def bench_cli(root: Path, base: list[str], env: dict, mode: str, runs: int, path
     walls, searchable, seconds, embedded_after, phases = [], [], [], [], []
     for i in range(runs):
         append_function(path, f"bench_cli_{mode}_{i}_{os.getpid()}_{int(time.time())}")
-        flag = [] if mode == "default" else ["--vectors", mode]
+        flag = {"default": [], "none": ["--no-vectors"]}.get(mode, ["--vectors", mode])
         t = time.perf_counter()
         out = run([*base, "index", str(root), "--json", *flag], env)
         walls.append(time.perf_counter() - t)
@@ -187,9 +189,8 @@ def main() -> None:
         "edited": path.relative_to(root).as_posix(),
         "loadavg_start": os.getloadavg(),
     }
-    settle = run([*base, "index", str(root), "-q", "--vectors", "here"], env)
-    if settle.returncode != 0:  # an llmc before --vectors
-        run([*base, "index", str(root), "-q"], env)
+    settle = ["--no-vectors"] if args.modes == "none" else []
+    run([*base, "index", str(root), "-q", *settle], env)  # and compiles what changed
     for mode in args.modes.split(","):
         report[f"cli_{mode}"] = bench_cli(root, base, env, mode, args.runs, path)
     if not args.no_daemon:
