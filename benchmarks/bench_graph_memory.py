@@ -11,6 +11,11 @@ runs it in the graph's worker: every file changed, its facts from the spool
 written to a copy of ``.llmc/`` (``.llmc-bench/``, hard links to the store), so the
 tree's own files are left as they were.
 
+With ``--again PATH``, the update is an incremental one instead (as a one-shot
+``llmc index`` after an edit of PATH): the graph and cache of the last run are read from
+``.llmc-bench/``, PATH's facts come from the spool, and only what it can affect is
+resolved again.
+
 Reports the process's peak RSS (``VmHWM``), the RSS before the update (Python, the store,
 the imports), the update's seconds, and nodes / edges; with ``--phases`` also the RSS
 after each step (sampled by a thread every 10 ms, with the step it is in from the log).
@@ -91,6 +96,12 @@ def main() -> None:
     ap.add_argument("tree", type=Path)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--phases", action="store_true", help="RSS at each step of the update")
+    ap.add_argument(
+        "--again",
+        metavar="PATH",
+        help="an incremental update instead: PATH changed (its facts as spooled), on the "
+        "graph and cache the last run left in .llmc-bench/",
+    )
     args = ap.parse_args()
     tree = args.tree.resolve()
 
@@ -109,7 +120,9 @@ def main() -> None:
     offsets = {
         k: tuple(v) for k, v in json.loads((llmc_dir / (SPOOL + ".json")).read_text()).items()
     }
-    bench = _bench_dir(tree)
+    bench = tree / ".llmc-bench"
+    if not args.again or not (bench / "graph_facts.jsonl").exists():
+        bench = _bench_dir(tree)
 
     # The update runs on a root whose .llmc/ is the bench copy: a symlinked root.
     root = tree.parent / (tree.name + ".graph-bench")
@@ -124,7 +137,7 @@ def main() -> None:
         cfg = load_config(root).graph
         store = Store(bench / "index.db", readonly=True)
         records = store.files()
-        changed = sorted(records)
+        changed = [args.again] if args.again else sorted(records)
         given = SpooledFacts(spool_file, offsets)
         del records
         import gc
@@ -172,6 +185,7 @@ def main() -> None:
     out = {
         "tree": str(tree),
         "files": stats.files,
+        "files_resolved": stats.files_resolved,
         "nodes": stats.nodes,
         "edges": stats.edges,
         "rss_before_mb": rss_before,

@@ -62,20 +62,21 @@ def remove_legacy(llmc_dir: Path) -> None:
 
 def load(path: Path) -> dict[str, Any]:
     """The cache's header and journal as ``{"version", "token", "files": {path: {"hash"}},
-    "state", "body"}`` (``body``: the undecoded lines after the header); {} when missing,
-    unreadable, foreign or of another version. Derived data: anything unreadable means
-    re-extracting."""
+    "state", "body"}`` (``body``: where the lines after the header are, read when needed:
+    the file, its offset, its inode, size and mtime); {} when missing, unreadable, foreign
+    or of another version. Derived data: anything unreadable means re-extracting."""
     remove_legacy(path.parent)
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as fh:
+            first = fh.readline()
+            st = os.fstat(fh.fileno())
     except FileNotFoundError:
         return {}
     except OSError as e:
         log.debug("graph facts cache unreadable (%s); re-extracting everything", e)
         return {}
-    end = raw.find(b"\n")
     try:
-        head = orjson.loads(raw[: end if end >= 0 else len(raw)])
+        head = orjson.loads(first)
     except ValueError as e:  # orjson.JSONDecodeError is a ValueError
         log.debug("graph facts cache unreadable (%s); re-extracting everything", e)
         return {}
@@ -86,12 +87,13 @@ def load(path: Path) -> dict[str, Any]:
         return {}
     if not all(type(h) is str for h in files.values()):
         return {}
+    stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
     data = {
         "version": FACTS_VERSION,
         "token": token,
         "files": {p: {"hash": h} for p, h in files.items()},
         "state": head.get("state"),
-        "body": raw[end + 1 :] if end >= 0 else b"",
+        "body": (Path(path), len(first), stamp),
     }
     _replay_journal(data, journal(path))
     return data
@@ -140,9 +142,12 @@ def load_facts(cache: dict[str, Any]) -> None:
         return
     facts: dict[str, tuple[Any, bytes | None]] = {}
     results: dict[str, tuple[Any, bytes | None]] = {}
-    for line in body.split(b"\n"):
-        if not line:
-            continue
+    for line in _lines(*body):
+        if line.startswith(b'["r",'):  # decoded by load_state, one at a time
+            path, raw = _result_line(line)
+            if path is not None:
+                results[path] = (None, raw)
+                continue
         try:
             rec = orjson.loads(line)
         except ValueError:
@@ -156,6 +161,7 @@ def load_facts(cache: dict[str, Any]) -> None:
         prefix = b'["' + kind.encode() + b'",' + orjson.dumps(path) + b","
         raw = line[len(prefix) : -1] if line.startswith(prefix) and line[-1:] == b"]" else None
         into[path] = (value, raw)
+    del body
     for path, value in (cache.pop("facts_delta", None) or {}).items():
         facts[path] = (value, None)
     for path, entry in cache.get("files", {}).items():
@@ -166,6 +172,42 @@ def load_facts(cache: dict[str, Any]) -> None:
     for path, value in (cache.pop("results_delta", None) or {}).items():
         results[path] = (value, None)
     cache["results"] = results
+
+
+def _lines(path: Path, offset: int, stamp: tuple[int, int, int]) -> Iterator[bytes]:
+    """The non-empty lines of the cache after its header, read one at a time (on nine
+    large projects the cache is 260 MB); none when the file is no longer the one whose
+    header was read."""
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if (st.st_ino, st.st_size, st.st_mtime_ns) != stamp:
+                log.debug("graph facts cache replaced since its header was read")
+                return
+            fh.seek(offset)
+            for line in fh:
+                line = line.rstrip(b"\n")
+                if line:
+                    yield line
+    except OSError as e:
+        log.debug("graph facts cache unreadable (%s); re-extracting everything", e)
+
+
+def _result_line(line: bytes) -> tuple[str | None, bytes]:
+    """(path, the result's JSON) of a line ``["r", path, result]``, the result left
+    undecoded; (None, b"") unless the path reads back as it is written (the line is then
+    decoded whole)."""
+    end = line.find(b'",', 6)
+    if end < 0 or line[-1:] != b"]":
+        return None, b""
+    quoted = line[5 : end + 1]
+    try:
+        path = orjson.loads(quoted)
+    except ValueError:
+        return None, b""
+    if type(path) is not str or orjson.dumps(path) != quoted:
+        return None, b""
+    return path, line[end + 2 : -1]
 
 
 def load_state(cache: dict[str, Any]) -> tuple[ResolutionState, dict[str, bytes]] | None:
@@ -181,7 +223,13 @@ def load_state(cache: dict[str, Any]) -> tuple[ResolutionState, dict[str, bytes]
     files: dict[str, FileResult] = {}
     raws: dict[str, bytes] = {}
     for path, (value, raw) in lines.items():
+        if value is None and raw:  # left undecoded by load_facts
+            try:
+                value = orjson.loads(raw)
+            except ValueError:
+                value = None
         res = result_from_data(value)
+        value = None
         if res is None:
             log.debug("graph resolution cache of %s malformed; resolving every file", path)
             return None
