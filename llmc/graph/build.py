@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import os
 import time
 import uuid
 from collections import Counter
@@ -107,13 +108,9 @@ def update_graph(
             log.warning("graph: rebuilding without the facts cache, which failed (%r)", e)
             stats = _update(*args)
         finally:
-            llmc_dir = Path(repo_root) / ".llmc"
-            for name in (
-                facts_cache.SPILL,
-                *(facts_cache.EVENTS.format(i) for i in range(len(PHASES))),
-            ):
+            for p in facts_cache.spill_files(Path(repo_root) / ".llmc", os.getpid(), len(PHASES)):
                 with contextlib.suppress(OSError):  # a failed build's spilled results
-                    (llmc_dir / name).unlink()
+                    p.unlink()
         warm.settle()  # a kept state: out of the collector's way
         return stats
 
@@ -244,6 +241,7 @@ def _update(
             if not keep:  # the resolver holds the facts alone, and lets go of them once used
                 del facts, mods
                 _facts_as_json(got.entries)
+                facts_cache.remove_stale_spills(llmc_dir)
                 spill = facts_cache.ResultSpill(facts_file)  # the results, for the cache
                 events = facts_cache.EventSpill(llmc_dir, len(PHASES))  # theirs, to merge
             try:

@@ -239,7 +239,43 @@ def load_state(cache: dict[str, Any]) -> tuple[ResolutionState, dict[str, bytes]
     return ResolutionState(version, name_fallback, signature, files), raws
 
 
-SPILL = "graph_facts.results.tmp"  # a cold build's result lines, until the cache is written
+# A cold build's spill files, named by its process: its result lines until the cache is
+# written, and its edge events of each phase until merged.
+SPILL = "graph_facts.results.{pid}.tmp"
+EVENTS = "graph_events.{pid}.{phase}.tmp"
+
+
+def spill_files(llmc_dir: Path, pid: int, phases: int) -> list[Path]:
+    """The spill files a cold build in process ``pid`` writes."""
+    llmc_dir = Path(llmc_dir)
+    return [llmc_dir / SPILL.format(pid=pid)] + [
+        llmc_dir / EVENTS.format(pid=pid, phase=i) for i in range(phases)
+    ]
+
+
+def remove_stale_spills(llmc_dir: Path) -> None:
+    """Delete the spill files of builds whose process is gone (killed mid-build)."""
+    for p in [
+        *Path(llmc_dir).glob("graph_facts.results.*.tmp"),
+        *Path(llmc_dir).glob("graph_events.*.tmp"),
+    ]:
+        pid = p.name.split(".")[-3 if p.name.startswith("graph_events.") else -2]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        try:
+            p.unlink()
+        except OSError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's: alive
+        return True
+    return True
 
 
 class ResultSpill:
@@ -249,7 +285,7 @@ class ResultSpill:
     projects: ~200 MB of records)."""
 
     def __init__(self, facts_file: Path):
-        self.path = facts_file.with_name(SPILL)
+        self.path = facts_file.with_name(SPILL.format(pid=os.getpid()))
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         self._fh = os.fdopen(fd, "wb")
 
@@ -269,9 +305,6 @@ class ResultSpill:
             pass
 
 
-EVENTS = "graph_events.{}.tmp"  # a cold build's edge events of one phase, until merged
-
-
 class EventSpill:
     """A cold build's edge events, one file ``.llmc/graph_events.<phase>.tmp`` per phase
     (a JSON list per resolved file), written as each file is resolved and read back, one
@@ -279,7 +312,7 @@ class EventSpill:
     never all in memory."""
 
     def __init__(self, llmc_dir: Path, phases: int):
-        self.paths = [Path(llmc_dir) / EVENTS.format(i) for i in range(phases)]
+        self.paths = spill_files(llmc_dir, os.getpid(), phases)[1:]
         self._fhs = []
         for p in self.paths:
             fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -414,6 +447,8 @@ __all__ = [
     "JOURNAL",
     "SPILL",
     "ResultSpill",
+    "remove_stale_spills",
+    "spill_files",
     "append_delta",
     "journal",
     "load",

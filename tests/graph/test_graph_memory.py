@@ -12,6 +12,7 @@ import pytest
 from graph_helpers import FIXTURES, copy_project, facts_of, filler_factory
 
 from llmc.graph import spanmap, update_graph
+from llmc.graph.cache import spill_files
 from llmc.graph.codec import LazyFacts, decode_facts, decode_facts_lazy, encode_facts
 from llmc.graph.memo import Memo
 from llmc.graph.model import FACTS_FILE, GRAPH_FILE
@@ -185,12 +186,18 @@ def test_spilled_events_read_back_as_resolved_and_checked(tmp_path):
         assert decode_events(bad) is None, bad
 
 
-def test_a_cold_update_leaves_no_spill_files(tmp_path, filler):
-    from llmc.graph.cache import EVENTS, SPILL
+def test_a_cold_update_leaves_no_spill_files_and_removes_stale_ones(tmp_path, filler):
+    import subprocess
+    import sys
 
     root = _mixed(tmp_path)
     f = filler(root)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    stale = spill_files(root / ".llmc", int(gone.stdout), 4)  # a build killed mid-way
+    for p in stale:
+        p.write_bytes(b"left over")
     update_graph(root, f.store, f.put(), [], f.bump())
     left = {p.name for p in (root / ".llmc").iterdir()}
-    assert SPILL not in left and not any(EVENTS.format(i) in left for i in range(4))
+    assert not [n for n in left if n.endswith(".tmp")], left
     assert GRAPH_FILE in left and FACTS_FILE in left
