@@ -119,7 +119,8 @@ class Job:
     @property
     def vectors_only(self) -> bool:
         """Asked for vectors only (``paths`` given and empty: an `llmc index` that handed
-        its new spans' vectors over): the run embeds what is missing and walks nothing."""
+        its new spans' vectors over): the run embeds what is missing and walks nothing,
+        unless the graph is behind the store too (that run left it): then it is a run."""
         return not self.all_paths and not self.paths and VECTORS_REASON in self.reasons
 
     def to_json(self) -> dict[str, Any]:
@@ -449,7 +450,10 @@ class Engine:
         fresh = not (db_path(self.root).exists() and lexical_path(self.root).is_dir())
         indexer = Indexer(self.root, cfg, progress, embedder_factory=embedder)
         if job.vectors_only and not fresh:
-            return indexer.backfill(stop=stop)
+            from llmc.index.handoff import graph_behind
+
+            if not (cfg.graph.enabled and graph_behind(self.root)):
+                return indexer.backfill(stop=stop)  # else: the graph, then the vectors
         summary = indexer.run(stop=stop)
         if fresh or summary.model_changed:
             # A Searcher decides once, when it opens, whether BM25 and dense search are on

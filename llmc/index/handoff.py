@@ -2,15 +2,21 @@
 
 A one-file edit writes a few dozen spans. Embedding them takes a tenth of a second; loading
 the embedding model for them takes seconds (torch and sentence-transformers imports, the
-weights), most of a small run's wall time. So a run in ``later`` mode commits the spans,
-BM25, exact symbols and the graph, says it is searchable, and hands the new vectors on:
+weights), most of a small run's wall time; and on a large tree the graph update is most of
+the rest (it re-resolves and rewrites ``rag_graph.json`` whole: ~25 s for one file of the
+nine-project tree, 24k files). So a run in ``later`` mode commits the spans, BM25 and exact
+symbols, says it is searchable, and hands the graph update and the new vectors on (until
+then the graph answers from the previous run: `llmc status` says "graph behind"):
 
 - to this repository's running daemon, whose model is loaded (one request; the daemon
-  embeds only what is missing: ``Engine`` runs ``Indexer.backfill``);
+  embeds only what is missing, ``Indexer.backfill``, or runs ``Indexer.run`` when the
+  graph is behind too);
 - else to a detached process at the lowest CPU priority (``llmc index --vectors-only``,
   ``spawn_background``). It writes each chunk under the writer lock like every backfill:
   a run racing it waits one chunk commit, a kill loses at most the chunk in flight
-  (docs/reliability.md), and the next `llmc index` embeds whatever it left.
+  (docs/reliability.md), and the next `llmc index` embeds whatever it left. With the graph
+  behind, its pass is a whole run (``Indexer.run``: the walk finds nothing new, the graph
+  catches up by content hash, then the backfill), under the writer lock like any run.
 
 ``auto`` (the default) is ``later`` when a person is at the terminal or a daemon runs, and
 at most ``BACKGROUND_MAX_SPANS`` spans miss a vector; otherwise the vectors are embedded
@@ -59,23 +65,25 @@ MAX_PASSES = 50  # a background embedder's passes before it leaves the rest to t
 @dataclass(frozen=True)
 class Handoff:
     """Where the vectors a run left went: ``daemon`` or ``background`` (with its pid, or
-    the pid of the embedder already running, which takes them too)."""
+    the pid of the embedder already running, which takes them too); ``graph``: the graph
+    update went with them."""
 
     where: str
     spans: int
     pid: int | None = None
+    graph: bool = False
 
     def line(self) -> str:
+        what = f"embedding {self.spans:,} spans" if self.spans else "nothing to embed"
+        if self.graph:
+            what = "updating the graph and " + what if self.spans else "updating the graph"
         if self.where == "daemon":
-            return f"the daemon is embedding the {self.spans:,} new spans"
+            return f"the daemon is {what}"
         who = f"pid {self.pid}" if self.pid else "a background process"
-        return (
-            f"embedding {self.spans:,} spans in the background ({who}, lowest CPU priority; "
-            "`llmc status` shows how far)"
-        )
+        return f"{what} in the background ({who}, lowest CPU priority; `llmc status` says how far)"
 
     def to_json(self) -> dict[str, Any]:
-        return {"where": self.where, "spans": self.spans, "pid": self.pid}
+        return {"where": self.where, "spans": self.spans, "pid": self.pid, "graph": self.graph}
 
 
 class Daemon(Protocol):
@@ -115,25 +123,50 @@ def index_and_handoff(
     mode = vectors
     if mode == "auto":
         mode = "later" if interactive or daemon.running() else "here"
-    indexer = Indexer(root, cfg, progress)
     if mode == "here":
-        return indexer.run(full=full, vectors=True), None
-    report = indexer.run(full=full, vectors=False)
-    missing = report.vectors.missing if report.vectors is not None else 0
+        return Indexer(root, cfg, progress).run(full=full, vectors=True), None
     if mode == "none":
-        return report, None
-    if missing == 0:
+        return Indexer(root, cfg, progress).run(full=full, vectors=False), None
+    first = cfg
+    if cfg.graph.enabled:  # the graph follows with the vectors
+        first = cfg.with_values({"graph.enabled": False}, "llmc index --vectors later")
+    indexer = Indexer(root, first, progress)
+    report = indexer.run(full=full, vectors=False)
+    root = Path(indexer.root)
+    missing = report.vectors.missing if report.vectors is not None else 0
+    graph = cfg.graph.enabled and graph_behind(root)
+    if missing == 0 and not graph:
         report.backfill = "done"
         return report, None
     if vectors == "auto" and missing > BACKGROUND_MAX_SPANS:
-        merge_backfill(report, indexer.backfill())
+        # Minutes of embedding the person asked for: here, with progress (the walk finds
+        # nothing new; the graph catches up first)
+        merge_backfill(report, Indexer(root, cfg, progress).run(vectors=True))
         return report, None
     if daemon.embed():
         report.backfill = "daemon"
-        return report, Handoff("daemon", missing)
-    pid = spawn_background(Path(indexer.root))
+        return report, Handoff("daemon", missing, graph=graph)
+    pid = spawn_background(root)
     report.backfill = "background"
-    return report, Handoff("background", missing, pid)
+    return report, Handoff("background", missing, pid, graph=graph)
+
+
+def graph_behind(root: Path) -> bool:
+    """Whether ``rag_graph.json`` names an older generation than the store (or is missing)."""
+    from llmc.errors import IndexMissingError
+    from llmc.index.status import graph_generation
+    from llmc.paths import db_path
+    from llmc.store.db import Store
+
+    try:
+        store = Store(db_path(root), readonly=True)
+    except IndexMissingError:
+        return False
+    try:
+        generation = store.generation
+    finally:
+        store.close()
+    return generation > 0 and graph_generation(root) < generation
 
 
 def merge_backfill(report: IndexReport, later: IndexReport) -> None:
@@ -264,7 +297,11 @@ def embed_missing(
             with contextlib.suppress(FileNotFoundError):
                 _want(root).unlink()
             started = time.perf_counter()
-            done = Indexer(root, cfg, progress).backfill(stop)
+            indexer = Indexer(root, cfg, progress)
+            if cfg.graph.enabled and graph_behind(root):
+                done = indexer.run(vectors=True, stop=stop)  # the graph, then the vectors
+            else:
+                done = indexer.backfill(stop)
             log.info(
                 "embedded %d spans (%d from the cache) in %.1fs",
                 done.embedded,
@@ -302,6 +339,7 @@ __all__ = [
     "NoDaemon",
     "embed_missing",
     "embedder_pid",
+    "graph_behind",
     "index_and_handoff",
     "merge_backfill",
     "python_m",

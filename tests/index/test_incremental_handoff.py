@@ -46,10 +46,14 @@ def _search(root: Path, query: str) -> dict:
     return json.loads(result.stdout)
 
 
-def _vectors(root: Path) -> dict:
+def _status(root: Path) -> dict:
     result = CliRunner().invoke(main, ["status", "--repo", str(root), "--json"])
     assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)["vectors"]
+    return json.loads(result.stdout)
+
+
+def _vectors(root: Path) -> dict:
+    return _status(root)["vectors"]
 
 
 def _wait_gone(pid: int) -> None:
@@ -73,14 +77,18 @@ def test_an_edit_is_searchable_at_once_and_embedded_by_a_background_process(embe
     assert run["backfill"] == "background"
     handoff = run["handoff"]
     assert handoff["where"] == "background" and handoff["spans"] >= 1 and handoff["pid"]
+    assert handoff["graph"] is True  # the graph update went with the vectors
     try:
         # BM25 and exact symbols answer for the new span now, dense or not
         hit = _search(root, "reconcile_ledger_entries")
         assert hit["results"][0]["symbol"] == "reconcile_ledger_entries"
         assert run["vectors"]["missing"] == handoff["spans"]
+        assert _status(root)["searchable"]["graph"] in ("behind", "building", "yes")
     finally:
         _wait_gone(handoff["pid"])
-    assert _vectors(root)["complete"]
+    st = _status(root)
+    assert st["vectors"]["complete"] and st["searchable"]["graph"] == "yes"
+    assert "reconcile_ledger_entries" in (state_dir(root) / "rag_graph.json").read_text()
     log = (state_dir(root) / "backfill.log").read_text()
     assert "embedded" in log and "Traceback" not in log
     assert oct((state_dir(root) / "backfill.log").stat().st_mode & 0o777) == "0o600"
