@@ -210,9 +210,11 @@ def _result_line(line: bytes) -> tuple[str | None, bytes]:
     return path, line[end + 2 : -1]
 
 
-def load_state(cache: dict[str, Any]) -> tuple[ResolutionState, dict[str, bytes]] | None:
-    """The previous run's per-file resolution and each file's result line as kept bytes
-    (None: resolve every file)."""
+def load_state(
+    cache: dict[str, Any], keep_raw: bool = True
+) -> tuple[ResolutionState, dict[str, bytes]] | None:
+    """The previous run's per-file resolution and (``keep_raw``) each file's result line
+    as kept bytes (None: resolve every file)."""
     state, lines = cache.pop("state", None), cache.pop("results", None)
     if type(state) is not dict or not lines:
         return None
@@ -222,7 +224,8 @@ def load_state(cache: dict[str, Any]) -> tuple[ResolutionState, dict[str, bytes]
         return None
     files: dict[str, FileResult] = {}
     raws: dict[str, bytes] = {}
-    for path, (value, raw) in lines.items():
+    for path in list(lines):  # in order (the merge's), each line let go once decoded
+        value, raw = lines.pop(path)
         if value is None and raw:  # left undecoded by load_facts
             try:
                 value = orjson.loads(raw)
@@ -234,7 +237,7 @@ def load_state(cache: dict[str, Any]) -> tuple[ResolutionState, dict[str, bytes]
             log.debug("graph resolution cache of %s malformed; resolving every file", path)
             return None
         files[path] = res
-        if raw is not None:
+        if raw is not None and keep_raw:
             raws[path] = raw
     return ResolutionState(version, name_fallback, signature, files), raws
 
