@@ -93,6 +93,34 @@ def chunk_one(
         return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
 
 
+def facts_one(rel: str, text: str, index_cfg: IndexConfig, parse: bool = True) -> bytes | None:
+    """The graph facts of a file already chunked (``chunk_one`` without them): what
+    ``chunk_one(graph=True)`` gives as its facts, from a parse of its own. The spans are
+    cut again only where the facts take their definitions from them (a code file whose
+    extraction found none, ``llmc.graph.facts.with_span_defs``). None on failure (the graph
+    then reads the file itself)."""
+    from llmc.languages import detect_language
+
+    try:
+        lang, category = detect_language(rel, text.split("\n", 1)[0][:200])
+        if not parse:
+            return _unparsed_facts(rel, lang, category)
+        from llmc.graph.codec import encode_facts
+        from llmc.graph.extract import extract_file
+        from llmc.graph.facts import span_rows, with_span_defs
+
+        facts = extract_file(rel, text, lang, category)
+        if not facts.defs and facts.category == "code":
+            from llmc.index.chunk import chunk_file
+
+            spans = chunk_file(rel, text, lang, category, index_cfg)
+            facts = with_span_defs(facts, span_rows(spans))
+        return encode_facts(facts)
+    except Exception as e:  # noqa: BLE001 - the graph is derived; the spans stand
+        log.debug("graph facts of %s failed: %s", rel, e, exc_info=True)
+        return None
+
+
 def _tags_walk(rel: str, lang: str | None, category: str | None):
     """The graph's tags query, for the chunker's walk of the file (``Also``)."""
     try:
@@ -172,6 +200,20 @@ def _chunk_task(task: tuple[str, str, IndexConfig, bool, str | None, bool]) -> C
     return out
 
 
+def _facts_task(task: tuple[str, str, IndexConfig, str | None, bool]) -> bytes | None:
+    """``facts_one`` in a worker, journaled as ``_chunk_task`` is."""
+    global _worker_journal
+    rel, text, index_cfg, journal_dir, parse = task
+    if journal_dir is not None and _worker_journal is None:
+        _worker_journal = ParseJournal(Path(journal_dir))
+    if _worker_journal is not None:
+        _worker_journal.mark(rel)
+    out = facts_one(rel, text, index_cfg, parse=parse)
+    if _worker_journal is not None:
+        _worker_journal.mark(None)
+    return out
+
+
 def _warm() -> None:
     """A worker's first job, sent as soon as the pool starts: import what chunking and graph
     facts need (~0.3 s a process) while the indexer is still reading files."""
@@ -200,8 +242,10 @@ class Batch:
     """Files handed to a ``ChunkPool`` (``submit``): their ``Chunked`` results, in order,
     from ``results()``."""
 
-    def __init__(self, pool: ChunkPool, items: Sequence[tuple[str, str, bool]], cfg, work):
-        self.pool, self.items, self.cfg = pool, items, cfg
+    def __init__(
+        self, pool: ChunkPool, items: Sequence[tuple[str, str, bool]], cfg, work, facts=False
+    ):
+        self.pool, self.items, self.cfg, self.facts = pool, items, cfg, facts
         self._work = work  # the workers' results (an iterator), or None: chunk them here
 
     def results(self) -> list[Chunked]:
@@ -215,7 +259,7 @@ class Batch:
                     return list(work)
                 except Exception as e:  # noqa: BLE001 - a broken pool only costs speed
                     pool._after_break(e, self.cfg)
-            return pool._chunk_here(self.items, self.cfg)
+            return pool._chunk_here(self.items, self.cfg, self.facts)
         finally:
             pool._done(self)
             self.items = ()
@@ -241,6 +285,7 @@ class ChunkPool:
         self._journal = ParseJournal(journal_dir) if journal_dir is not None else None
         self._inflight: list[Batch] = []  # submitted, results not taken yet
         self._beside: ProcessPoolExecutor | None = None  # the process ``beside`` started
+        self.facts_deferred = False  # the graph facts left for later (parse_files.facts_batches)
 
     def __enter__(self) -> ChunkPool:
         return self
@@ -269,22 +314,33 @@ class ChunkPool:
         tokenize too."""
         yield from self.submit(items, index_cfg).results()
 
-    def submit(self, items: Sequence[tuple[str, str, bool]], index_cfg: IndexConfig) -> Batch:
+    def submit(
+        self, items: Sequence[tuple[str, str, bool]], index_cfg: IndexConfig, facts: bool = False
+    ) -> Batch:
         """Hand ``items`` to the workers now; ``Batch.results()`` waits for them (without
-        workers, it chunks them then, in this process)."""
+        workers, it chunks them then, in this process). With ``facts``, each file's graph
+        facts only (``facts_one``), for files chunked before."""
         work = None
         if self.parallel and len(items) > 1:
             journal = str(self.journal_dir) if self.journal_dir is not None else None
             try:
                 executor = self._start()
-                tasks = [
-                    (rel, text, index_cfg, graph, journal, rel not in self.unparsed)
-                    for rel, text, graph in items
-                ]
-                work = executor.map(_chunk_task, tasks, chunksize=TASKS_PER_SEND)
+                if facts:
+                    fn: Callable = _facts_task
+                    tasks: list = [
+                        (rel, text, index_cfg, journal, rel not in self.unparsed)
+                        for rel, text, _ in items
+                    ]
+                else:
+                    fn = _chunk_task
+                    tasks = [
+                        (rel, text, index_cfg, graph, journal, rel not in self.unparsed)
+                        for rel, text, graph in items
+                    ]
+                work = executor.map(fn, tasks, chunksize=TASKS_PER_SEND)
             except Exception as e:  # noqa: BLE001 - results() chunks them here
                 log.debug("could not hand files to the chunk workers: %s", e)
-        batch = Batch(self, items, index_cfg, work)
+        batch = Batch(self, items, index_cfg, work, facts)
         self._inflight.append(batch)
         return batch
 
@@ -293,13 +349,17 @@ class ChunkPool:
             self._inflight.remove(batch)
 
     def _chunk_here(
-        self, items: Sequence[tuple[str, str, bool]], index_cfg: IndexConfig
-    ) -> list[Chunked]:
-        out = []
+        self, items: Sequence[tuple[str, str, bool]], index_cfg: IndexConfig, facts: bool
+    ) -> list:
+        out: list = []
         for rel, text, graph in items:
             if self._journal is not None:
                 self._journal.mark(rel)
-            out.append(chunk_one(rel, text, index_cfg, graph=graph, parse=rel not in self.unparsed))
+            parse = rel not in self.unparsed
+            if facts:
+                out.append(facts_one(rel, text, index_cfg, parse=parse))
+            else:
+                out.append(chunk_one(rel, text, index_cfg, graph=graph, parse=parse))
         if self._journal is not None:
             self._journal.mark(None)
         return out
@@ -381,4 +441,4 @@ class ChunkPool:
         return self._executor
 
 
-__all__ = ["PARALLEL_MIN_FILES", "Batch", "ChunkPool", "chunk_one"]
+__all__ = ["PARALLEL_MIN_FILES", "Batch", "ChunkPool", "chunk_one", "facts_one"]

@@ -34,9 +34,9 @@ from llmc.index import derived
 from llmc.index.backfill import Backfill, Coverage, coverage
 from llmc.index.chunk import CHUNK_POLICY_KEY, chunk_policy
 from llmc.index.chunk_pool import ChunkPool
-from llmc.index.facts_spool import FactsSpool
+from llmc.index.facts_spool import FactsSpool, SpooledFacts
 from llmc.index.generated import SKIP_POLICY_KEY
-from llmc.index.parse_files import parse_batches, split_by_stat
+from llmc.index.parse_files import facts_batches, parse_batches, split_by_stat
 from llmc.index.plan import plan_run
 from llmc.index.progress import (
     GuardedLock,
@@ -334,7 +334,7 @@ class Indexer:
             batches = parse_batches(
                 self.root, self.cfg, self.progress, changed, known, summary, full or rechunk,
                 store=store, recheck=recheck, graph=True, detector=walked.detector,
-                reader=read_text, keep=self._keep_pool,
+                reader=read_text, keep=self._keep_pool, facts_later=True,
             )  # fmt: skip
             for batch in batches:
                 parsed_clock = lap(summary, "parse", clock)
@@ -372,13 +372,17 @@ class Indexer:
                 upd = lexical.begin_update()
             summary.generation = generation
             # The graph's resolution needs no span ids: a worker starts it beside the
-            # removals, the commit and the lexical update
+            # removals, the commit and the lexical update, unless the workers left the
+            # graph facts for after the commit (``_facts_after``)
             from llmc.graph import early as graph_early
 
-            early = graph_early.start(
-                self._pool, self.root, self.cfg.graph, records_after(known, written, removed),
-                changed_paths, removed, generation, facts,
-            )  # fmt: skip
+            records = records_after(known, written, removed)
+            deferred = self._pool is not None and self._pool.facts_deferred
+            if not deferred:
+                early = graph_early.start(
+                    self._pool, self.root, self.cfg.graph, records, changed_paths, removed,
+                    generation, facts,
+                )  # fmt: skip
             summary.files_removed = store.remove_files(removed)
             upd.remove(removed)
             self._check()  # before the lexical index is written under a deleted .llmc/
@@ -398,6 +402,15 @@ class Indexer:
         clock = lap(summary, "lexical", clock)
         summary.searchable_seconds = time.perf_counter() - started  # BM25 and exact answer
         self._check()
+        if deferred:
+            facts = self._facts_after(written, walked.detector)
+            early = graph_early.start(
+                self._pool, self.root, self.cfg.graph, records, changed_paths, removed,
+                generation, facts,
+            )  # fmt: skip
+            if early is not None:
+                early.gate.open(True)  # committed and durable already
+                beside = early.future
         if beside is None and self._graph_after(summary.spans_written):
             self._graph_later = (changed_paths, removed, dict(facts))  # a few files
         else:
@@ -412,6 +425,19 @@ class Indexer:
         self._totals(store, summary)
         self._check()
         return summary
+
+    def _facts_after(self, written: list[FileRecord], detector) -> SpooledFacts:
+        """The graph facts the chunk workers left out to make the index searchable sooner
+        (``parse_batches(facts_later=True)``): the written files read again and their facts
+        extracted by the same workers, into the run's spool."""
+        spool = self._spool
+        files = [(r.path, r.size, r.content_hash) for r in written]
+        for batch in facts_batches(
+            self.root, self.cfg, self.progress, self._pool, files, detector, read_text
+        ):
+            for path, facts in batch:
+                spool.add(path, facts)
+        return spool.facts()
 
     def _graph_after(self, spans_written: int) -> bool:
         """Whether this run's graph update waits for its vectors: in a small run (an edit,

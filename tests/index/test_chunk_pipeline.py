@@ -4,6 +4,7 @@ process of its own once the chunk workers have ended (``ChunkPool.beside``)."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import signal
@@ -127,3 +128,90 @@ def test_a_worker_killed_with_batches_in_flight_costs_the_run_nothing(tmp_path, 
     assert {s.span.path for s in spans} == set(files)
     assert ids == sorted(files)  # written in the walk's order, batch after batch
     assert not [e for e in journal.iterdir() if e.read_text()]
+
+
+MIXED = {
+    "shop/models.py": '"""Models."""\n\n\nclass Cart:\n    def total(self, items):\n'
+    "        return sum(price(i) for i in items)\n\n\ndef price(item):\n    return item.cost\n",
+    "shop/views.py": "from shop.models import Cart\n\n\ndef checkout(items):\n"
+    "    cart = Cart()\n    return cart.total(items)\n",
+    "shop/broken.py": "def broken(:\n    return 1\n",
+    "native.c": "int add(int a, int b) { return a + b; }\nint twice(int a) { return add(a, a); }\n",
+    "web/app.js": "function start() { return helper(); }\nfunction helper() { return 1; }\n",
+    "README.md": "# Shop\n\nCall `checkout` in `shop/views.py`; `Cart.total` sums.\n",
+}
+
+
+class _Phases:
+    def __init__(self):
+        self.phases: list[tuple[str, int | None]] = []
+
+    def phase(self, name, total):
+        self.phases.append((name, total))
+
+    def advance(self, n=1):
+        pass
+
+    def note(self, message):
+        pass
+
+
+def _graph_and_spans(root):
+    data = json.loads((root / ".llmc" / "rag_graph.json").read_text())
+    store = Store(db_path(root), readonly=True)
+    try:
+        spans = sorted(
+            (s.span.path, s.span.start_line, s.span.kind, s.span.text) for s in store.iter_spans()
+        )
+    finally:
+        store.close()
+    return data["nodes"], data["edges"], data["graph"]["span_nodes"], spans
+
+
+def test_graph_facts_left_for_after_the_commit_make_the_same_graph(tmp_path, monkeypatch):
+    """A large run's workers leave the graph facts out of the parse; once the index is
+    searchable they extract them from the files read again: the same spans and the same
+    graph as facts made in the parse, here in one process, after an edit too."""
+    here = make_repo(tmp_path / "here", MIXED)
+    Indexer(here, load_config(here)).run(vectors=False)
+    later = make_repo(tmp_path / "later", MIXED)
+    monkeypatch.setattr(chunk_pool, "PARALLEL_MIN_FILES", 2)
+    monkeypatch.setattr(parse_files, "FACTS_LATER_MIN_FILES", 2)
+    real_init = ChunkPool.__init__
+
+    def two_workers(self, files_expected, *args, **kwargs):
+        real_init(self, files_expected, *args, **kwargs)
+        self.workers, self.parallel = 2, files_expected > 1
+
+    monkeypatch.setattr(ChunkPool, "__init__", two_workers)
+    extracted: list[list[str]] = []  # the files the facts pass gave facts
+    real_after = Indexer._facts_after
+
+    def facts_after(self, *args):
+        facts = real_after(self, *args)
+        extracted.append(sorted(facts))
+        return facts
+
+    monkeypatch.setattr(Indexer, "_facts_after", facts_after)
+    seen = _Phases()
+    report = Indexer(later, load_config(later), progress=seen).run(vectors=False)
+    assert extracted == [sorted(MIXED)]  # every file's facts, from the workers
+    assert report.files_indexed == len(MIXED)
+    assert ("graph", len(MIXED)) in seen.phases  # the facts came after the parse
+    assert seen.phases.index(("graph", len(MIXED))) > seen.phases.index(("parsing", len(MIXED)))
+    assert _graph_and_spans(later) == _graph_and_spans(here)
+    assert not (later / ".llmc" / "graph_facts.spool").exists()
+
+    edit = {"shop/views.py": MIXED["shop/views.py"] + "\n\ndef refund(items):\n    return price(items[0])\n",
+            "web/app.js": "function start() { return 2; }\n"}  # fmt: skip
+    for root in (here, later):
+        for rel, text in edit.items():
+            path = root / rel
+            path.write_text(text)
+            os.utime(path, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+    monkeypatch.setattr(parse_files, "FACTS_LATER_MIN_FILES", 1)
+    Indexer(later, load_config(later)).run(vectors=False)
+    assert extracted[1] == sorted(edit)
+    monkeypatch.undo()
+    Indexer(here, load_config(here)).run(vectors=False)
+    assert _graph_and_spans(later) == _graph_and_spans(here)
