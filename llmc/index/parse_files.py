@@ -22,7 +22,14 @@ from llmc.index.chunk_pool import Batch, ChunkPool
 from llmc.index.generated import Detector
 from llmc.index.parse_journal import JOURNAL_DIR, culprits
 from llmc.index.progress import Progress
-from llmc.index.walk import FileText, WalkedFile, read_text, secrets_mode
+from llmc.index.walk import (
+    KEEP_SECRETS,
+    SKIP_SECRETS,
+    FileText,
+    WalkedFile,
+    read_text,
+    secrets_mode,
+)
 from llmc.paths import state_dir
 from llmc.store.db import Store
 from llmc.store.lexical import Fields
@@ -224,8 +231,12 @@ def facts_batches(
     workers, a batch of (path, facts JSON) at a time. A file that changed since (its hash),
     is too large for the graph or whose extraction failed gets none: the graph reads it
     itself, as it does any file without facts."""
+    # The files were judged as they were written: a file whose content hash still matches
+    # holds no secret (skipped ones were not written) and is no generated file, so it is
+    # not scanned again (a redacted one is, to give the same text)
     secrets_as = secrets_mode(cfg.index)
-    detector = detector or Detector(cfg.index, root=root)
+    if secrets_as == SKIP_SECRETS:
+        secrets_as, detector = KEEP_SECRETS, None
     limit = cfg.graph.max_file_size
     progress.phase("graph", len(files))
     pending: list[tuple[str, str, bool]] = []
