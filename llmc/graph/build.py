@@ -52,6 +52,7 @@ from llmc.graph.output import (
     graph_attrs,
     header_of,
     pieces_usable,
+    read_head_only,
     read_header,
     read_json,
     to_node_link,
@@ -180,8 +181,11 @@ def _update(
     if kept is not None:  # this process wrote both files last: its state is theirs
         previous, header, cache = None, kept.header, kept.cache
     else:
-        previous = read_json(graph_file)
-        header = header_of(previous)
+        # the attributes only: the nodes and edges are read when a no-op update reuses them
+        previous, header = None, read_head_only(graph_file)
+        if header is None:  # not laid out as written here: read whole
+            previous = read_json(graph_file)
+            header = header_of(previous)
         cache = facts_cache.load(facts_file)
     rebuilt = (
         header is None
@@ -206,7 +210,9 @@ def _update(
             for p, r in records.items()
         )
     )
-    if unchanged and previous is None:
+    if not unchanged:
+        previous = None
+    elif previous is None:
         previous = read_json(graph_file)
         unchanged = header_of(previous) is not None
     output: NodeLink | None = None  # a kept resolver's encoded pieces, patched

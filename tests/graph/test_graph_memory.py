@@ -201,3 +201,27 @@ def test_a_cold_update_leaves_no_spill_files_and_removes_stale_ones(tmp_path, fi
     left = {p.name for p in (root / ".llmc").iterdir()}
     assert not [n for n in left if n.endswith(".tmp")], left
     assert GRAPH_FILE in left and FACTS_FILE in left
+
+
+def test_the_graph_header_is_read_without_the_nodes_and_edges(tmp_path, filler):
+    from llmc.graph.output import read_head_only, read_header
+
+    root = _mixed(tmp_path)
+    f = filler(root)
+    update_graph(root, f.store, f.put(), [], f.bump())
+    path = root / ".llmc" / GRAPH_FILE
+    header = read_head_only(path)
+    assert header is not None and header == read_header(path)
+    assert len(header["span_nodes"]) > 50
+    data = orjson.loads(path.read_bytes())
+    other = tmp_path / "other.json"
+    other.write_bytes(orjson.dumps({"nodes": data["nodes"], "edges": [], "graph": data["graph"]}))
+    assert read_head_only(other) is None and read_header(other) == header  # not laid out so
+    other.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 3])  # torn: header whole
+    assert read_head_only(other) == header and read_header(other) is None
+    other.write_bytes(path.read_bytes()[:100])
+    assert read_head_only(other) is None
+    # a graph whose body is torn is rebuilt by the next update that needs it whole
+    path.write_bytes(path.read_bytes()[:-10])
+    stats = update_graph(root, f.store, [], [], f.bump())
+    assert orjson.loads(path.read_bytes())["nodes"] == data["nodes"] and not stats.rebuilt
