@@ -105,7 +105,8 @@ def parse_batches(
     the workers leave the graph facts out
     (``Parsed.facts`` is None) and the pool says so (``ChunkPool.facts_deferred``): the
     caller makes the index searchable first and then takes them from ``facts_batches``
-    (about half of the workers' time is the graph's: ~16 s of the nine-project tree's 45)."""
+    (the facts were over half of the workers' CPU: 8.2 of 15.1 s on a 4,443-file sample of
+    the nine-project tree)."""
     languages, reuse = set(cfg.index.languages), not (full or recheck)
     secrets_as = secrets_mode(cfg.index)
     detector = detector or Detector(cfg.index, root=root)
