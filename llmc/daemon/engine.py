@@ -38,6 +38,9 @@ EMBED_CHUNK = 32
 SEARCHER_CACHE = 4
 MID_RUN_WARNING = "the lexical index reflects generation"  # llmc.search's stale-BM25 warning
 MAX_JOB_PATHS = 20_000  # paths a pending run remembers; past that it is "all files"
+# More spans than this without a vector: a run updates its graph before the backfill (a
+# small run otherwise embeds first, Indexer._graph_after, and the backfill embeds them all)
+GRAPH_FIRST_BACKLOG = 2000
 VECTORS_REASON = "index:vectors"  # `llmc index` handing its new spans' vectors over
 
 
@@ -268,6 +271,21 @@ class Reindexer:
             }
 
 
+def backlog(root: Path) -> int:
+    """Spans without a vector now (0 without an index)."""
+    from llmc.index.backfill import coverage
+    from llmc.store.db import Store
+
+    try:
+        store = Store(db_path(root), readonly=True)
+    except LlmcError:
+        return 0
+    try:
+        return coverage(store).missing
+    finally:
+        store.close()
+
+
 # -- the engine -----------------------------------------------------------------------------------
 def client_config(cfg: Config) -> dict[str, Any]:
     """The parts of ``cfg`` a client sends so the daemon searches with the same settings
@@ -447,14 +465,24 @@ class Engine:
             inner = embedder_from_config(cfg.embedding, category)
             return LockedEmbedder(inner, self.model_lock, stop=stop)
 
-        fresh = not (db_path(self.root).exists() and lexical_path(self.root).is_dir())
-        indexer = Indexer(self.root, cfg, progress, embedder_factory=embedder)
-        if job.vectors_only and not fresh:
-            from llmc.index.handoff import graph_behind
+        from llmc.index.live import LiveFile  # `llmc status` in another process sees the run
+        from llmc.index.progress import Tee
 
-            if not (cfg.graph.enabled and graph_behind(self.root)):
-                return indexer.backfill(stop=stop)  # else: the graph, then the vectors
-        summary = indexer.run(stop=stop)
+        fresh = not (db_path(self.root).exists() and lexical_path(self.root).is_dir())
+        with LiveFile(self.root, f"daemon reindex #{job.id}") as live:
+            indexer = Indexer(self.root, cfg, Tee(progress, live), embedder_factory=embedder)
+            if job.vectors_only and not fresh:
+                from llmc.index.handoff import graph_behind
+
+                if not (cfg.graph.enabled and graph_behind(self.root)):
+                    return indexer.backfill(stop=stop)  # else: the graph, then the vectors
+            if backlog(self.root) <= GRAPH_FIRST_BACKLOG:
+                summary = indexer.run(stop=stop)
+            else:  # the graph first: a long backfill must not hold this run's graph back
+                from llmc.index.handoff import merge_backfill
+
+                summary = indexer.run(vectors=False, stop=stop)
+                merge_backfill(summary, indexer.backfill(stop=stop))
         if fresh or summary.model_changed:
             # A Searcher decides once, when it opens, whether BM25 and dense search are on
             # (lexical index present, vectors from the configured model); both answers may
