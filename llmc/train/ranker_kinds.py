@@ -162,6 +162,9 @@ def extra_data(
     if cached.is_file():
         return load_data(cached)
     cfg = _config(corpus, depth, graph=not train)
+    from llmc.eval.runner import ensure_index
+
+    ensure_index(corpus, cfg)  # up to date after ``project_data``: a stat per file
     found = []
     if examples:
         found += example_plan(corpus, work, project.name, examples, seed, cfg)
