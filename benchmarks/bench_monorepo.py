@@ -188,6 +188,8 @@ def index_cold(repo: Path, min_free_mb: int = 0, max_s: float = 0) -> dict:
     """One `llmc index --no-vectors --json` process, its tree's RSS sampled; stopped (its
     process group killed) if the machine's available memory falls under ``min_free_mb``
     or it runs past ``max_s`` seconds (0: no limit)."""
+    import llmc
+
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "LLMC_NO_DAEMON": "1"}
     started = time.perf_counter()
     started_epoch = time.time()
@@ -197,6 +199,10 @@ def index_cold(repo: Path, min_free_mb: int = 0, max_s: float = 0) -> dict:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        # `-m` puts the working directory first on sys.path, before PYTHONPATH: run from
+        # the folder of the llmc this script imported (a snapshot on PYTHONPATH, or the
+        # checkout), or a checkout's llmc/ is measured instead of the snapshot
+        cwd=Path(llmc.__file__).parent.parent,
         start_new_session=True,  # its own process group: the guard kills workers too
     )
     peak = [0.0]
