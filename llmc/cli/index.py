@@ -129,9 +129,7 @@ def index_cmd(
             f"in {summary.seconds:.1f}s" + (f"; {cov.line()}" if cov is not None else "")
         )
     else:
-        render.print_index_summary(summary, verbose)
-        if handoff is not None:
-            click.echo(f"  {handoff.line()}", err=False)
+        render.print_index_summary(summary, verbose, handoff.line() if handoff else None)
 
 
 @contextlib.contextmanager

@@ -130,7 +130,9 @@ class RichProgress:
             logging.getLogger("llmc").info(message)
 
 
-def print_index_summary(summary: IndexSummary, verbose: int) -> None:
+def print_index_summary(summary: IndexSummary, verbose: int, handoff: str | None = None) -> None:
+    """The run's summary; ``handoff`` is where its missing vectors (and maybe its graph
+    update) went (``llmc.index.handoff.Handoff.line``), printed with the vectors line."""
     con = console()
 
     def counts(d: dict[str, int]) -> str:
@@ -167,11 +169,16 @@ def print_index_summary(summary: IndexSummary, verbose: int) -> None:
             how = {
                 "deferred": "skipped (--no-vectors)",
                 "stopped": "stopped early",
+                "daemon": "handed to the daemon",
+                "background": "handed to a background process",
             }.get(getattr(summary, "backfill", ""), "incomplete")
+            later = getattr(summary, "backfill", "") in ("daemon", "background")
             con.print(
                 f"  {vectors.line()}: embedding {how}; search uses BM25 and exact symbols "
-                "for the rest (`llmc index` embeds them)"
+                "for the rest" + ("" if later else " (`llmc index` embeds them)")
             )
+        if handoff:
+            con.print(f"  {handoff}", markup=False)
         if summary.searchable_seconds:
             con.print(f"  searchable after {summary.searchable_seconds:.1f}s")
         for what in summary.repaired:

@@ -169,7 +169,9 @@ class DaemonHandle:
     def idle(self) -> bool:
         st = self.status()
         q = st["queue"]
-        return not q["pending"] and not q["running"] and not st["watcher"]["pending_paths"]
+        # A daemon started with --no-watch reports no watcher counters.
+        watcher = st.get("watcher") or {}
+        return not q["pending"] and not q["running"] and not watcher.get("pending_paths")
 
     def wait_idle(self, timeout: float = 120.0, settle: float = 0.6) -> None:
         """Idle twice, ``settle`` apart (a late watcher event may still be in debounce)."""

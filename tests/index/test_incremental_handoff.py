@@ -168,3 +168,23 @@ def test_vectors_here_and_auto_off_a_terminal_embed_before_returning(embedded_re
         assert not store.missing_vectors("code") and not store.missing_vectors("doc")
     finally:
         store.close()
+
+
+def test_the_summary_says_where_the_vectors_went(embedded_repo):
+    """Plain output: the vectors line names the hand-off, not "incomplete" with advice to
+    run `llmc index` again, and the hand-off line comes with it, before any skip line."""
+    root = embedded_repo
+    with (root / "app/store.py").open("a") as f:
+        f.write(NEW_FUNCTION)
+    result = CliRunner().invoke(main, ["index", str(root), "--vectors", "later"])
+    assert result.exit_code == 0, result.output
+    pid = embedder_pid(root)
+    try:
+        lines = result.output.splitlines()
+        vectors = next(i for i, line in enumerate(lines) if "embedding handed to" in line)
+        assert "handed to a background process" in lines[vectors]
+        assert "`llmc index` embeds them" not in result.output
+        assert "in the background" in lines[vectors + 1]
+    finally:
+        if pid is not None:
+            _wait_gone(pid)
