@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -178,7 +179,8 @@ def test_the_summary_says_where_the_vectors_went(embedded_repo):
         f.write(NEW_FUNCTION)
     result = CliRunner().invoke(main, ["index", str(root), "--vectors", "later"])
     assert result.exit_code == 0, result.output
-    pid = embedder_pid(root)
+    found = re.search(r"\(pid (\d+),", result.output)
+    pid = int(found.group(1)) if found else embedder_pid(root)
     try:
         lines = result.output.splitlines()
         vectors = next(i for i, line in enumerate(lines) if "embedding handed to" in line)
