@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.append(str(HERE.parent))  # (last: PYTHONPATH may name a snapshot to measure)
 
 SPOOL = "bench_facts.spool"
 
@@ -182,7 +182,10 @@ def main() -> None:
         for p in root.iterdir():
             p.unlink()
         root.rmdir()
+    import llmc
+
     out = {
+        "llmc_from": str(Path(llmc.__file__).parent),
         "tree": str(tree),
         "files": stats.files,
         "files_resolved": stats.files_resolved,
