@@ -76,6 +76,8 @@ class LockedEmbedder:
     ) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if prepare := getattr(self.inner, "prepare_passages", None):
+            prepare()  # seconds of model loading, outside the lock searches wait on
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(order), self.chunk):

@@ -273,6 +273,13 @@ class SentenceTransformerEmbedder:
                 torch.set_num_threads(threads)
         return np.asarray(vectors, dtype=np.float32)
 
+    def prepare_passages(self) -> None:
+        """Load what embedding passages needs and queries do not (the torch model beside an
+        int8 query export), so a caller can do the seconds of loading outside a lock that
+        queries wait on (the daemon's ``model_lock``); queries never touch that model."""
+        if self._onnx is None and self._split:
+            self._torch_model()
+
     def embed_passages(
         self, texts: Sequence[str], progress: Callable[[int], None] | None = None
     ) -> np.ndarray:

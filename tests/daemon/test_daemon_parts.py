@@ -197,6 +197,34 @@ def test_locked_embedder_chunks_under_the_lock_and_keeps_order():
     assert wrapped.embed_passages([]).shape == (0, 2)
 
 
+class _Loading(_Inner):
+    """Records whether the lock was held while the passage model loaded, and while each
+    chunk was embedded."""
+
+    def __init__(self, lock: threading.Lock):
+        super().__init__()
+        self.lock = lock
+        self.held_while_loading: list[bool] = []
+        self.held_while_embedding: list[bool] = []
+
+    def prepare_passages(self):
+        self.held_while_loading.append(self.lock.locked())
+
+    def embed_passages(self, texts, progress=None):
+        self.held_while_embedding.append(self.lock.locked())
+        return super().embed_passages(texts, progress)
+
+
+def test_locked_embedder_loads_the_passage_model_outside_the_lock():
+    """Searches wait on the lock: the seconds of loading torch must not be spent under it
+    (the daemon's first edit blocked searches 6-9 s), each chunk's embedding must."""
+    lock = threading.Lock()
+    inner = _Loading(lock)
+    LockedEmbedder(inner, lock, chunk=2).embed_passages(["a", "bb", "ccc"])
+    assert inner.held_while_loading == [False]
+    assert inner.held_while_embedding == [True, True]
+
+
 # -- the connection protocol (llmc/daemon/protocol.py) on a real uvicorn, short deadline ----------
 
 
