@@ -85,6 +85,10 @@ class IndexConfig:
     window_lines: int = 60  # span size for files without a grammar
     languages: list[str] = field(default_factory=list)  # index only these languages; empty: all
     lock_timeout: float = 300.0  # seconds a second writer waits for the index lock
+    # Who embeds a run's new spans once it is searchable (`llmc index --vectors`): here |
+    # later (the daemon, else one background process) | none | auto (later at a terminal
+    # or with a daemon when at most 2,000 spans miss a vector, else here).
+    vectors: str = "auto"
 
 
 @dataclass

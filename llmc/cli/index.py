@@ -18,6 +18,8 @@ from llmc.cli.options import json_option, repo_option, setup_logging, verbose_op
 if TYPE_CHECKING:  # pragma: no cover
     from llmc.index.progress import Progress
 
+VECTOR_CHOICES = ("auto", "here", "later", "none")  # `--vectors` and index.vectors
+
 
 @click.command("config")
 @repo_option
@@ -38,10 +40,9 @@ def config_cmd(root: Path, as_json: bool) -> None:
 @click.option(
     "--vectors",
     "vectors",
-    type=click.Choice(["auto", "here", "later", "none"]),
-    default="auto",
-    show_default=True,
-    help="Who embeds the new spans once the index is searchable: `here` (before the "
+    type=click.Choice(VECTOR_CHOICES),
+    default=None,
+    help="[default: index.vectors, auto] Who embeds the new spans once the index is searchable: `here` (before the "
     "command returns), `later` (the running daemon, else a background process at the "
     "lowest priority; the command returns once BM25, exact symbols and the graph answer), "
     "`none` (the next run or the daemon). `auto`: `later` at a terminal or with a daemon "
@@ -82,6 +83,7 @@ def index_cmd(
     on its own, so an interrupted run loses nothing and the next one resumes; a small
     change's few vectors may be left to the daemon or a background process (`--vectors`)."""
     from llmc.config import load_config
+    from llmc.errors import ConfigError
     from llmc.paths import find_repo_root, private_umask
 
     setup_logging(verbose, quiet)
@@ -93,6 +95,11 @@ def index_cmd(
     # Everything this command writes is the index: 0600 files, 0700 directories.
     with private_umask(), _progress(root, quiet, as_json, tty, dry_run, vectors_only) as progress:
         cfg = load_config(root)
+        vectors = vectors or cfg.index.vectors
+        if vectors not in VECTOR_CHOICES:
+            raise ConfigError(
+                f"index.vectors = {vectors!r}: expected one of {', '.join(VECTOR_CHOICES)}"
+            )
         if dry_run:
             from llmc.index.indexer import Indexer
 

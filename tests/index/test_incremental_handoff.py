@@ -190,3 +190,17 @@ def test_the_summary_says_where_the_vectors_went(embedded_repo):
     finally:
         if pid is not None:
             _wait_gone(pid)
+
+
+def test_index_vectors_in_the_config_sets_the_default_and_a_bad_value_is_one_line(tmp_path):
+    root = make_repo(tmp_path / "repo", SAMPLE_FILES)
+    (root / "llmc.toml").write_text('[index]\nvectors = "sometimes"\n')
+    bad = CliRunner().invoke(main, ["index", str(root)])
+    assert bad.exit_code != 0 and "Traceback" not in bad.output
+    assert "index.vectors = 'sometimes'" in bad.output
+    (root / "llmc.toml").write_text('[index]\nvectors = "none"\n')
+    run = _index(root)
+    assert run["spans_written"] > 0 and run["embedded"] == 0 and run["backfill"] == "deferred"
+    assert run["handoff"] is None
+    here = _index(root, "--vectors", "here")  # the flag wins over the config
+    assert here["embedded"] == run["spans_written"]
