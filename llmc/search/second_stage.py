@@ -40,6 +40,7 @@ def graph_stage(
             graph = load_graph(sources.root)
         except LlmcError as e:  # GraphMissingError: no graph, or unreadable
             trace.warn(f"{e}: graph expansion is off")
+            trace.note("graph", str(e) if "skipped" in str(e) else f"skipped: {e}")
             return fused
         sims = None
         if cfg.search.dense:

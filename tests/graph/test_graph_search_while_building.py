@@ -44,6 +44,8 @@ def test_a_search_while_the_graph_is_built_skips_the_graph_stage(tmp_path):
     graph_lines = [w for w in building["warnings"] if "graph" in w]
     assert len(graph_lines) == 1
     assert "graph skipped: still being built" in graph_lines[0]
+    notes = [n["note"] for n in building["explain"]["stages"] if n["stage"] == "graph"]
+    assert notes and notes[0].startswith("graph skipped: still being built")
     assert "graph" in building["timings_ms"]
 
     # no run under way: a missing graph is reported as missing, with what to do
@@ -52,3 +54,5 @@ def test_a_search_while_the_graph_is_built_skips_the_graph_stage(tmp_path):
     missing = [w for w in gone["warnings"] if "graph" in w]
     assert len(missing) == 1 and "no graph at" in missing[0] and "llmc index" in missing[0]
     assert "still being built" not in missing[0]
+    notes = [n["note"] for n in gone["explain"]["stages"] if n["stage"] == "graph"]
+    assert notes and notes[0].startswith("skipped: no graph at")
