@@ -103,23 +103,25 @@ def write_batch(
         part = batch[start : start + WRITE_BATCH_FILES]
         vectors = cached_vectors(store, [s for p in part for s in p.spans], spaces, summary)
         pos = 0
+        with store.batch():  # one commit for the part's files (3x faster than one per file)
+            for p in part:
+                vecs = vectors[pos : pos + len(p.spans)]
+                pos += len(p.spans)
+                ids = store.replace_file(
+                    p.file.path,
+                    p.lang,
+                    p.category,
+                    p.file.size,
+                    p.file.mtime_ns,
+                    p.content_hash,
+                    p.spans,
+                    vecs,
+                    generation,
+                )
+                written.extend(StoredSpan(i, s) for i, s in zip(ids, p.spans, strict=True))
+                if p.fields is not None:
+                    fields.update(zip(ids, p.fields, strict=True))
         for p in part:
-            vecs = vectors[pos : pos + len(p.spans)]
-            pos += len(p.spans)
-            ids = store.replace_file(
-                p.file.path,
-                p.lang,
-                p.category,
-                p.file.size,
-                p.file.mtime_ns,
-                p.content_hash,
-                p.spans,
-                vecs,
-                generation,
-            )
-            written.extend(StoredSpan(i, s) for i, s in zip(ids, p.spans, strict=True))
-            if p.fields is not None:
-                fields.update(zip(ids, p.fields, strict=True))
             summary.files_indexed += 1
             summary.spans_written += len(p.spans)
             if advance is not None:

@@ -8,6 +8,7 @@ embedding dimension is known and dropped when the model changes.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -104,6 +105,7 @@ class Store:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             _create_private(self.path)
         self.conn = connect(self.path, readonly=readonly)
+        self._batched = False  # inside batch(): replace_file leaves the commit to it
         if not readonly:
             applied = migrate(self.conn)
             if applied:
@@ -232,6 +234,21 @@ class Store:
                 "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", (size, mtime_ns, path)
             )
 
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """One transaction for several ``replace_file`` calls: their files' swaps commit
+        together or not at all (a crash leaves every file of the batch as it was, for the
+        next run to redo), one commit instead of one per file."""
+        if self._batched:
+            yield
+            return
+        with self.conn:
+            self._batched = True
+            try:
+                yield
+            finally:
+                self._batched = False
+
     def replace_file(
         self,
         path: str,
@@ -244,9 +261,10 @@ class Store:
         vectors: Sequence[np.ndarray | None],
         generation: int,
     ) -> list[int]:
-        """Atomically swap a file's spans and vectors for new ones; return the new span ids."""
+        """Atomically swap a file's spans and vectors for new ones; return the new span ids.
+        Inside ``batch()`` the swap commits with the batch's other files."""
         ids: list[int] = []
-        with self.conn:
+        with contextlib.nullcontext() if self._batched else self.conn:
             old = self.conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
             if old:
                 self._delete_file_spans(old[0])
