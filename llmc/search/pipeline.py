@@ -201,7 +201,9 @@ class Searcher:
             decision, found_exact, lists = self._retrieve(
                 parts, k, decision, found_exact, trace, use, spend
             )
-            fused = self._learned_rank(focus, decision, lists, found_exact, trace, explain, k)
+            fused = self._learned_rank(
+                focus, decision, lists, found_exact, trace, explain, k, parts
+            )
             # the learned ranker's results take its own per-file cap (0: none; see config)
             cap = cfg.search.ranker_max_per_file if fused is not None else None
             if fused is None:
@@ -284,9 +286,11 @@ class Searcher:
     def _learned_rank(
         self, text: str, decision: RouteDecision, lists: list[RankedList],
         found: exact.ExactMatch, trace: Trace, explain: bool, k: int,
+        parts: QueryParts | None = None,
     ) -> list[Candidate] | None:  # fmt: skip
         """The learned ranker's order of the pool; None when it is off or has no model
-        (then fusion ranks, after one warning)."""
+        (then fusion ranks, after one warning). ``text`` is what the router read (a
+        report's focus), ``parts`` the whole query (the ranker's query-shape features)."""
         if not self._learned(decision, text):
             if self.cfg.search.ranker != "fusion":
                 trace.note("ranker", "the query asks about tests or docs: fusion ranks it")
@@ -302,8 +306,9 @@ class Searcher:
             self._ranker = learned.LearnedStage(*settings)
         try:
             return self._ranker.rank(
-                self.sources, text, decision, lists, found.pinned, trace, k if explain else 0
-            )
+                self.sources, text, decision, lists, found.pinned, trace,
+                k if explain else 0, parts=parts,
+            )  # fmt: skip
         except ModelError as e:
             trace.warn(f"{e}: ranking by fusion")
             return None
@@ -333,7 +338,7 @@ class Searcher:
             )
             stage = self._ranker or learned.LearnedStage(self.cfg.search.ranker_model)
             self._ranker = stage
-            return stage.pool(self.sources, parts.focus, decision, lists, found.pinned)
+            return stage.pool(self.sources, parts.focus, decision, lists, found.pinned, parts=parts)
 
     def _route(
         self, text: str, flag: str | None, defined: tuple[str, ...], trace: Trace

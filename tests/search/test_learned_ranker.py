@@ -19,6 +19,7 @@ from llmc.search.features import (
     SpanMeta,
     build_pool,
     path_class,
+    query_shape,
 )
 from llmc.search.learned import blend_rrf, load_model, model_from_json, rank_pool, rrf_order
 from llmc.search.types import Candidate, Hit, RankedList, RouteDecision
@@ -217,6 +218,25 @@ def test_pool_holds_every_list_and_explain_names_features(learned) -> None:
     notes = [s.note for s in response.explain.stages if s.stage == "ranker"]
     assert notes and "learned ranker" in notes[0]
     assert any(":" in n and ("+" in n or "-" in n) for n in notes[1:])
+
+
+def test_the_pool_of_a_report_has_the_whole_reports_shape(learned) -> None:
+    """The ranker's shape columns come from the whole query, not the router's focus (as
+    the training pools compute them): a report with a traceback reads as one."""
+    report = (
+        "Discount codes are applied twice at checkout\n\n"
+        "When a customer enters a discount code and then changes the quantity of an item, "
+        "the total is reduced by the percentage a second time. Expected the discount once.\n\n"
+        "```\nTraceback (most recent call last):\n"
+        '  File "/home/me/shop/src/shop/cart.py", line 12, in apply_discount\n'
+        "    total = total * (1 - code.percent / 100)\nValueError: negative total\n```\n"
+    )
+    pool = learned.candidate_pool(report)
+    row = pool.matrix[0]
+    for name, value in query_shape(report, learned.cfg.search.max_query_chars).items():
+        assert row[FEATURES.index(name)] == pytest.approx(value), name
+    assert row[FEATURES.index("query:long")] == 1.0
+    assert row[FEATURES.index("query:frames")] > 0.0  # log1p of the frames quoted
 
 
 def test_missing_model_falls_back_to_fusion(indexed_repo, tmp_path) -> None:
