@@ -518,7 +518,8 @@ def train_embedder_cmd(
               help="Weight of a docs-intent query in training (a docstring query weighs 1).")  # fmt: skip
 @click.option("--kinds", multiple=True, metavar="KIND",
               help="Query kinds to train on: code, doc-title, doc-question, doc-sentence, doc-mention, "
-              "or all (default: all but doc-mention).")  # fmt: skip
+              "test-name, readme-sentence, guide-sentence, report, or all (default: all but "
+              "doc-mention).")  # fmt: skip
 @click.option("--seed", type=int, default=0)
 @click.option("--threads", type=int, default=2, help="LightGBM threads.")
 @click.option("--ablate", is_flag=True, help="Also fit without each feature group (validation).")
