@@ -110,7 +110,7 @@ def test_reindex_requests_coalesce_into_one_pending_run():
     started = threading.Event()
     runs: list[int] = []
 
-    def run(progress):
+    def run(progress, job):
         started.set()
         gate.wait(10)
         runs.append(1)
@@ -135,7 +135,7 @@ def test_has_pending_tells_a_running_backfill_that_an_edit_waits():
     gate, started = threading.Event(), threading.Event()
     seen: list[bool] = []
 
-    def run(progress):
+    def run(progress, job):
         started.set()
         gate.wait(10)
         seen.append(r.has_pending())  # what the run's stop callback would answer
@@ -159,7 +159,7 @@ def test_has_pending_tells_a_running_backfill_that_an_edit_waits():
 def test_a_failing_run_is_reported_and_the_queue_goes_on():
     calls = []
 
-    def run(progress):
+    def run(progress, job):
         calls.append(1)
         if len(calls) == 1:
             raise RuntimeError("disk full")
