@@ -26,7 +26,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,28 +77,6 @@ _BOM = b"\xef\xbb\xbf"  # the indexer reads text without it (``walk.read_text``)
 
 def graph_path(repo_root: Path) -> Path:
     return Path(repo_root) / ".llmc" / GRAPH_FILE
-
-
-def _current(
-    header: dict[str, Any], files: int, started: float,
-    on_written: Callable[[GraphStats], None] | None,
-) -> GraphStats:  # fmt: skip
-    """The graph on disk, written at this very generation with every file as it is now, is
-    the store's (span ids included): nothing to read or write. A no-op ``llmc index`` on a
-    213k-span tree read the whole graph back (1.6 GB, 5 s) to write it unchanged."""
-    known = {f.name for f in fields(GraphStats)}
-    stats = GraphStats(
-        **{
-            **{k: v for k, v in header.get("stats", {}).items() if k in known},
-            **dict(files=files, files_cached=files, files_extracted=0, files_failed=0),
-            **dict(files_resolved=0, rebuilt=False),
-            "seconds": round(time.perf_counter() - started, 4),
-        }
-    )
-    log.debug("graph: current at generation %d; not read or written", stats.generation)
-    if on_written is not None:
-        on_written(stats)
-    return stats
 
 
 def update_graph(
@@ -232,8 +210,6 @@ def _update(
             for p, r in records.items()
         )
     )
-    if unchanged and kept is None and int(header.get("generation") or -1) == generation:
-        return _current(header, len(records), started, on_written)
     if not unchanged:
         previous = None
     elif previous is None:
