@@ -24,6 +24,8 @@ import os
 from pathlib import Path
 from typing import IO
 
+from llmc.index.live import pid_alive  # a zombie (ended, not yet waited for) is not alive
+
 log = logging.getLogger(__name__)
 
 JOURNAL_DIR = "chunking"
@@ -84,7 +86,7 @@ def culprits(directory: Path) -> dict[str, int]:
             pid = int(entry.name)
         except ValueError:
             continue
-        if pid != os.getpid() and _alive(pid):
+        if pid != os.getpid() and pid_alive(pid):
             continue
         try:
             rel = entry.read_text(encoding="utf-8", errors="surrogateescape").strip()
@@ -94,16 +96,6 @@ def culprits(directory: Path) -> dict[str, int]:
         if rel and pid != os.getpid():
             out[rel] = pid
     return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 __all__ = ["JOURNAL_DIR", "ParseJournal", "culprits"]
