@@ -57,8 +57,8 @@ from llmc.index.write_files import (
     write_batch,
 )
 from llmc.paths import db_path, ensure_state_dir, lexical_path, lock_path, state_dir
-from llmc.store.db import FileRecord, Store, quarantine
-from llmc.store.sqlite import integrity_problem
+from llmc.store.db import FileRecord, Store
+from llmc.store.sqlite import integrity_problem, quarantine
 from llmc.types import CODE, DOC, IndexSummary
 
 log = logging.getLogger(__name__)

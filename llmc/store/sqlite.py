@@ -140,10 +140,28 @@ def database_error(exc: BaseException) -> bool:
     return isinstance(exc, sqlite_module().Error)
 
 
+def quarantine(db_path: Path) -> Path:
+    """Move a corrupt ``index.db`` (and its ``-wal``, ``-shm``) aside as ``index.db.corrupt``.
+
+    Only the latest corrupt copy is kept; a fresh database can then be built in its place.
+    """
+    db_path = Path(db_path)
+    aside = db_path.with_name(db_path.name + ".corrupt")
+    for suffix in ("", "-wal", "-shm"):
+        src = Path(f"{db_path}{suffix}")
+        dst = Path(f"{aside}{suffix}")
+        dst.unlink(missing_ok=True)
+        if src.exists():
+            src.replace(dst)
+    log.warning("moved the corrupt index database %s to %s", db_path, aside)
+    return aside
+
+
 __all__ = [
     "connect",
     "database_error",
     "integrity_problem",
     "is_corruption",
+    "quarantine",
     "sqlite_module",
 ]
