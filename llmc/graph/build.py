@@ -177,6 +177,7 @@ def _update(
     llmc_dir = repo_root / ".llmc"
     llmc_dir.mkdir(parents=True, exist_ok=True)
     graph_file, facts_file = llmc_dir / GRAPH_FILE, llmc_dir / FACTS_FILE
+    facts_cache.remove_legacy(llmc_dir)  # old pickles go unread, kept state or not
     kept = warm.take(llmc_dir, graph_file, facts_file, facts_cache.journal(facts_file))
     if kept is not None:  # this process wrote both files last: its state is theirs
         previous, header, cache = None, kept.header, kept.cache
