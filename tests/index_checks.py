@@ -38,3 +38,42 @@ def assert_index_consistent(root: Path, graph: bool = False) -> None:
 
 
 __all__ = ["assert_index_consistent"]
+
+
+def index_killing_the_worker_on(root: Path, name: str) -> tuple[dict, int | None]:
+    """Index ``root`` (no vectors) in a thread and SIGKILL the chunk worker seen parsing
+    ``name`` (its journal entry names it), as the OOM killer or a grammar crash would;
+    returns ``({"report": ...} or {"error": ...}, the pid killed or None)``."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from llmc.config import load_config
+    from llmc.index.indexer import Indexer
+
+    journal = root / ".llmc" / "chunking"
+    outcome: dict = {}
+
+    def index() -> None:
+        try:
+            outcome["report"] = Indexer(root, load_config(root)).run(vectors=False)
+        except BaseException as e:  # noqa: BLE001 - reported by the caller's assertion
+            outcome["error"] = e
+
+    runner = threading.Thread(target=index)
+    runner.start()
+    killed = None
+    deadline = time.monotonic() + 120
+    while killed is None and time.monotonic() < deadline and runner.is_alive():
+        for entry in journal.glob("*") if journal.is_dir() else ():
+            try:
+                if entry.read_text() == name and int(entry.name) != os.getpid():
+                    killed = int(entry.name)
+                    os.kill(killed, signal.SIGKILL)
+                    break
+            except (OSError, ValueError):
+                continue
+        time.sleep(0.002)
+    runner.join(300)
+    return outcome, killed

@@ -7,10 +7,9 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import signal
-import threading
 import time
 
+from index_checks import index_killing_the_worker_on
 from repo_fixtures import make_repo
 
 import llmc.index.chunk_pool as chunk_pool
@@ -92,29 +91,7 @@ def test_a_worker_killed_with_batches_in_flight_costs_the_run_nothing(tmp_path, 
 
     monkeypatch.setattr(ChunkPool, "__init__", two_workers)
     journal = root / ".llmc" / "chunking"
-    outcome: dict = {}
-
-    def index() -> None:
-        try:
-            outcome["report"] = Indexer(root, load_config(root)).run(vectors=False)
-        except BaseException as e:  # noqa: BLE001 - reported by the assertion below
-            outcome["error"] = e
-
-    runner = threading.Thread(target=index)
-    runner.start()
-    killed = None
-    deadline = time.monotonic() + 120
-    while killed is None and time.monotonic() < deadline and runner.is_alive():
-        for entry in journal.glob("*") if journal.is_dir() else ():
-            try:
-                if entry.read_text() == "big.py" and int(entry.name) != os.getpid():
-                    killed = int(entry.name)
-                    os.kill(killed, signal.SIGKILL)
-                    break
-            except (OSError, ValueError):
-                continue
-        time.sleep(0.002)
-    runner.join(300)
+    outcome, killed = index_killing_the_worker_on(root, "big.py")
     assert killed is not None, "no worker was seen parsing big.py"
     assert "error" not in outcome, outcome.get("error")
     assert outcome["report"].files_indexed == len(files)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from index_checks import assert_index_consistent
+from index_checks import assert_index_consistent, index_killing_the_worker_on
 from repo_fixtures import make_repo
 
 from llmc.cli import main
@@ -349,40 +349,15 @@ def test_a_chunk_worker_killed_mid_file_costs_the_run_nothing(tmp_path, monkeypa
     crash looks the same to the pool) breaks the pool: the run goes on in this process.
     The file it held is parsed alone in a child process first; it does not crash there,
     so it is indexed with its grammar like every other file, and no journal entry stays."""
-    import threading
 
     import llmc.index.chunk_pool as chunk_pool
-    from llmc.config import load_config
-    from llmc.index.indexer import Indexer
 
     big = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(24000))
     files = {"big.py": big, **{f"m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(8)}}
     root = make_repo(tmp_path / "r", files)
     monkeypatch.setattr(chunk_pool, "PARALLEL_MIN_FILES", 2)
     journal = root / ".llmc" / "chunking"
-    outcome: dict = {}
-
-    def index() -> None:
-        try:
-            outcome["report"] = Indexer(root, load_config(root)).run(vectors=False)
-        except BaseException as e:  # noqa: BLE001 - reported by the assertion below
-            outcome["error"] = e
-
-    runner = threading.Thread(target=index)
-    runner.start()
-    killed = None
-    deadline = time.monotonic() + 120
-    while killed is None and time.monotonic() < deadline and runner.is_alive():
-        for entry in journal.glob("*") if journal.is_dir() else ():
-            try:
-                if entry.read_text() == "big.py" and int(entry.name) != os.getpid():
-                    killed = int(entry.name)
-                    os.kill(killed, signal.SIGKILL)
-                    break
-            except (OSError, ValueError):
-                continue
-        time.sleep(0.002)
-    runner.join(300)
+    outcome, killed = index_killing_the_worker_on(root, "big.py")
     assert killed is not None, "no worker was seen parsing big.py"
     assert "error" not in outcome, outcome.get("error")
     assert outcome["report"].files_indexed == 9
