@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from llmc.graph.modules import ModuleIndex
     from llmc.graph.rules.base import ImportRef, LangRules
 
+BINDINGS_KEPT = 4096  # files whose bindings by scope are kept (Lookup._index_bindings)
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*\Z")
 _LITERAL = re.compile(r"""^(?:[rbfuRBFU]{0,2}["'`]|[\[{]|-?\d)""")
 
@@ -77,7 +78,7 @@ class Lookup:
     defs: dict[str, dict[str, Any]]  # path -> qual -> Def (real definitions)
     impls: dict[str, dict[str, Any]]  # path -> qual -> impl pseudo-def
     members: dict[str, dict[str, str]]  # class id -> member name -> node id
-    bindings: dict[tuple[str, str], dict[str, list[Binding]]]
+    bindings: dict[str, dict[str, dict[str, list[Binding]]]]  # path -> scope -> name (a few)
     names: dict[str, dict[str, list[ImportRef]]]  # path -> local name -> import refs
     wild: dict[str, list[Import]]
     reexports: dict[str, list[Import]]
@@ -132,7 +133,26 @@ class Lookup:
 
     def bindings_of(self, path: str, scope: str) -> dict[str, list[Binding]]:
         self.memo.reads.add(("bind", path))
-        return self.bindings.get((path, scope), {})
+        by_scope = self.bindings.get(path)
+        if by_scope is None:
+            by_scope = self._index_bindings(path)
+        return by_scope.get(scope, {})
+
+    def _index_bindings(self, path: str) -> dict[str, dict[str, list[Binding]]]:
+        """A file's bindings by scope and name, made from its facts when first asked for
+        and kept for the last ``BINDINGS_KEPT`` files asked about: a table of every file's
+        (~0.75M entries on nine large projects) would hold ~50 MB that a file's resolution
+        reads a few files of. A patch drops a changed file's (:mod:`llmc.graph.patch`)."""
+        by_scope: dict[str, dict[str, list[Binding]]] = {}
+        f = self.facts.get(path)
+        if f is not None:
+            for b in f.bindings:
+                by_scope.setdefault(b.scope, {}).setdefault(b.name, []).append(b)
+        kept = self.bindings
+        if len(kept) >= BINDINGS_KEPT:
+            del kept[next(iter(kept))]
+        kept[path] = by_scope
+        return by_scope
 
     def names_of(self, path: str) -> dict[str, list[ImportRef]]:
         self.memo.reads.add(("iface", path))

@@ -8,9 +8,12 @@ Facts serialise to compact JSON rows (lists), not dicts, to keep the cache small
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any, NamedTuple
+
+_intern = sys.intern
 
 SCHEMA = "llmc.rag_graph"
 SCHEMA_VERSION = 1
@@ -46,8 +49,10 @@ NAME_ONLY = 0.3  # unresolved: edge to the ``?name`` placeholder
 
 
 def node_id(path: str, qualname: str = "") -> str:
-    """``path`` for a file, ``path::Qualified.name`` for a definition or section."""
-    return f"{path}::{qualname}" if qualname else path
+    """``path`` for a file, ``path::Qualified.name`` for a definition or section (one
+    shared string per id, ``sys.intern``: the nodes, the name tables, the language tables
+    and the merged edges all hold the same id, ~0.5M times on nine large projects)."""
+    return _intern(f"{path}::{qualname}") if qualname else path
 
 
 def unresolved_id(name: str) -> str:

@@ -178,8 +178,7 @@ def _unindex(r: Lookup, path: str) -> set[str]:
         if owner is not None:
             edges.pop((owner, node_id(path, d.qualname), DEFINES), None)
             owners.add(owner)
-    for b in f.bindings:
-        r.bindings.pop((path, b.scope), None)
+    r.bindings.pop(path, None)
     r.names.pop(path, None)
     r.wild.pop(path, None)
     r.reexports.pop(path, None)

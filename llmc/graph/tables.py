@@ -27,7 +27,7 @@ def build_tables(r: Lookup) -> None:
     r.defs, r.impls = {}, {}
     r.by_name, r.by_qual = defaultdict(list), defaultdict(list)
     r.members = defaultdict(dict)
-    r.bindings = defaultdict(lambda: defaultdict(list))
+    r.bindings = {}  # made per file when read (Lookup.bindings_of)
     r.names, r.wild, r.reexports = {}, defaultdict(list), defaultdict(list)
     r.raw_bases = defaultdict(list)
     r.inherit_entries = defaultdict(list)  # path -> [(owner, index in raw_bases, base, line)]
@@ -147,8 +147,6 @@ def _index_file(r: Lookup, path: str, f: FileFacts) -> None:
             r.members[node_id(path, parent)][d.name] = nid
         else:  # owner found once every file is indexed (attach_orphans)
             r.table.add(path, nid, DEFINES)
-    for b in f.bindings:
-        r.bindings[(path, b.scope)][b.name].append(b)
     _index_imports(r, path, f)
     rules.index_file(path, f)
 

@@ -8,7 +8,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from llmc.graph.model import FileFacts, Import
+from llmc.graph.model import FileFacts, Import, node_id
 from llmc.graph.rules.base import ImportRef, LangRules, Resolution, external_or_none
 from llmc.graph.target import PKG, Target, node
 
@@ -26,9 +26,9 @@ class GoRules(LangRules):
         d = posixpath.dirname(path)
         for q in self.r.defs[path]:
             if "." not in q:
-                self.members_all[d].setdefault(q, f"{path}::{q}")
+                self.members_all[d].setdefault(q, node_id(path, q))
                 if not path.endswith("_test.go"):
-                    self.members[d].setdefault(q, f"{path}::{q}")
+                    self.members[d].setdefault(q, node_id(path, q))
 
     def keys(self, path: str, f: FileFacts) -> list[tuple]:
         return [("go", posixpath.dirname(path))]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from llmc.graph.model import EXACT, IMPORTS, TYPE_KINDS, FileFacts, Import
+from llmc.graph.model import EXACT, IMPORTS, TYPE_KINDS, FileFacts, Import, node_id
 from llmc.graph.rules.base import LangRules, Resolution, external_or_none
 from llmc.graph.target import PKG, Target, inside, node
 
@@ -25,7 +25,7 @@ class JavaRules(LangRules):
     def index_file(self, path: str, f: FileFacts) -> None:
         for q, d in self.r.defs[path].items():
             if d.kind in TYPE_KINDS:
-                self.fqns[f"{f.module}.{q}" if f.module else q] = f"{path}::{q}"
+                self.fqns[f"{f.module}.{q}" if f.module else q] = node_id(path, q)
 
     def keys(self, path: str, f: FileFacts) -> list[tuple]:
         return [

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from llmc.graph.model import EXACT, FILE, IMPORTS, FileFacts, Import
+from llmc.graph.model import EXACT, FILE, IMPORTS, FileFacts, Import, node_id
 from llmc.graph.rules.base import LangRules, Resolution, external_or_none
 from llmc.graph.target import NODE, PKG, Target, inside, node
 
@@ -31,7 +31,7 @@ class PythonRules(LangRules):
     def index_file(self, path: str, f: FileFacts) -> None:
         mod = self.r.mods.py_module.get(path, "")
         for q in self.r.defs[path]:
-            self.fqns[f"{mod}.{q}" if mod else q] = f"{path}::{q}"
+            self.fqns[f"{mod}.{q}" if mod else q] = node_id(path, q)
 
     def keys(self, path: str, f: FileFacts) -> list[tuple]:
         mod = self.r.mods.py_module.get(path, "")
