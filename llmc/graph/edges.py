@@ -9,9 +9,19 @@ every file would (confidence: the highest; line: the first; count: the sum).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from llmc.graph.model import BY_NAME, CALLS, EXACT, IMPORTS, TESTS, UNRESOLVED
+from llmc.graph.model import (
+    BY_NAME,
+    CALLS,
+    EXACT,
+    IMPORTS,
+    INFERRED,
+    NAME_ONLY,
+    TESTS,
+    UNRESOLVED,
+)
 
 Event = tuple  # (src, dst, type, confidence, line, via) | (uid, name, candidates)
 
@@ -43,12 +53,76 @@ class EdgeSink:
         self.events.append((uid, name, candidates))
 
 
+class Edge(Mapping):
+    """A merged edge's attributes, read as the dict the graph file writes: ``confidence``,
+    ``count``, then ``line`` and ``via`` when set, in the order they were first set (a
+    merge sets them as ``EdgeTable.add`` says). Slots, not a dict: ~1M of them on nine
+    large projects, at ~70 bytes each instead of ~185."""
+
+    __slots__ = ("confidence", "count", "line", "via", "via_first")
+
+    def __init__(self, confidence: float, count: int = 0, line: int = 0, via: str = "") -> None:
+        self.confidence = _shared(confidence)
+        self.count = count
+        self.line = line
+        self.via = via
+        self.via_first = bool(via) and not line  # ``via`` set before ``line``
+
+    def set_via(self, via: str) -> None:
+        if not self.via and not self.line:
+            self.via_first = True
+        self.via = via
+
+    def keys(self) -> list[str]:  # type: ignore[override]
+        if not self.line:
+            return ["confidence", "count", "via"] if self.via else ["confidence", "count"]
+        if not self.via:
+            return ["confidence", "count", "line"]
+        if self.via_first:
+            return ["confidence", "count", "via", "line"]
+        return ["confidence", "count", "line", "via"]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.keys()}
+
+    def __getitem__(self, key: str) -> Any:
+        if key in _FIELDS and (key not in _OPTIONAL or getattr(self, key)):
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self.keys())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Edge):
+            other = other.as_dict()
+        return isinstance(other, Mapping) and self.as_dict() == dict(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Edge({self.as_dict()!r})"
+
+
+_FIELDS = frozenset(("confidence", "count", "line", "via"))
+_OPTIONAL = frozenset(("line", "via"))
+_FLOATS = {c: c for c in (EXACT, BY_NAME, INFERRED, NAME_ONLY)}
+
+
+def _shared(confidence: float) -> float:
+    """The one float of each confidence level (decoded events carry a float each)."""
+    return _FLOATS.get(confidence, confidence) if type(confidence) is float else confidence
+
+
 class EdgeTable:
     """Nodes and merged edges of the graph being built."""
 
     def __init__(self, nodes: dict[str, dict[str, Any]]) -> None:
         self.nodes = nodes
-        self.edges: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.edges: dict[tuple[str, str, str], Edge] = {}
 
     def add(
         self,
@@ -64,20 +138,15 @@ class EdgeTable:
         key = (src, dst, etype)
         e = self.edges.get(key)
         if e is None:
-            e = {"confidence": confidence, "count": 0}
-            if line:
-                e["line"] = line
+            e = self.edges[key] = Edge(confidence, 1, line, via)
+            return
+        if confidence > e.confidence:
+            e.confidence = _shared(confidence)
             if via:
-                e["via"] = via
-            self.edges[key] = e
-        else:
-            if confidence > e["confidence"]:
-                e["confidence"] = confidence
-                if via:
-                    e["via"] = via
-            if line and (not e.get("line") or line < e["line"]):
-                e["line"] = line
-        e["count"] += 1
+                e.set_via(via)
+        if line and (not e.line or line < e.line):
+            e.line = line
+        e.count += 1
 
     def replay(self, events: tuple[Event, ...] | list[Event]) -> None:
         for ev in events:
@@ -94,7 +163,7 @@ class EdgeTable:
         only references from ``test_paths`` (files with tests) can belong to one."""
         sources: dict[str, str | None] = {}
         for (src, dst, etype), e in list(self.edges.items()):
-            if etype not in (CALLS, IMPORTS) or e["confidence"] < BY_NAME:
+            if etype not in (CALLS, IMPORTS) or e.confidence < BY_NAME:
                 continue
             if src.partition("::")[0] not in test_paths:
                 continue
@@ -107,7 +176,7 @@ class EdgeTable:
             if test == "":
                 test = sources[src] = test_source(src)
             if test is not None:
-                self.add(test, dst, TESTS, e["confidence"], e.get("line", 0), etype)
+                self.add(test, dst, TESTS, e.confidence, e.line, etype)
 
 
-__all__ = ["EdgeSink", "EdgeTable", "Event"]
+__all__ = ["Edge", "EdgeSink", "EdgeTable", "Event"]
