@@ -156,6 +156,10 @@ class SearchConfig:
     # (1 - w) / (k + learned rank) + w / (k + RRF rank); 0: the trees' order alone
     # (docs/reports/2026-11-23-late-blend-rrf.md)
     ranker_rrf_weight: float = 0.2
+    # learned: that weight for a short question ("how do I ...", "why does ...", or ending in
+    # "?"): the trees were trained on docstrings and commit subjects, and RRF ranks the prose
+    # questions want better (docs/reports/2026-11-27-question-blend-validation.md)
+    ranker_question_rrf_weight: float = 0.65
     ranker_blend_k: int = 10  # learned: the k of that blend
     # learned: per-file cap on its results (0: none); fusion keeps max_per_file
     ranker_max_per_file: int = 0

@@ -334,18 +334,20 @@ class LearnedStage:
         trace: Trace,
         explain_top: int = 0,
         parts: QueryParts | None = None,
+        rrf_weight: float | None = None,
     ) -> list[Candidate]:
-        """The pool ranked by the model (ModelError when the model cannot be loaded)."""
+        """The pool ranked by the model (ModelError when the model cannot be loaded), blended
+        with RRF at ``rrf_weight`` (None: the stage's own)."""
+        weight = self.rrf_weight if rrf_weight is None else rrf_weight
         model = self.model()
         with trace.stage("features"):
             pool = self.pool(sources, text, decision, lists, pinned, parts)
         with trace.stage("ranker"):
             ranked, explained = rank_pool(pool, model, explain_top)
-            ranked = blend_rrf(ranked, lists, self.rrf_weight, self.blend_k, self.depth)
+            ranked = blend_rrf(ranked, lists, weight, self.blend_k, self.depth)
         blend = (
-            f", blended with the BM25 + dense RRF order (weight {self.rrf_weight:g}, "
-            f"k {self.blend_k})"
-            if self.rrf_weight > 0
+            f", blended with the BM25 + dense RRF order (weight {weight:g}, k {self.blend_k})"
+            if weight > 0
             else ""
         )
         trace.note(

@@ -10,7 +10,8 @@
              HyDE when the query is vague and its LLM fits the budget     hyde.py
           ─▶ rank: search.ranker = learned: both routes searched, every     features.py
              list's top ranker_depth pooled, features per candidate,      learned.py
-             the shipped trees score them (router output is features);
+             the shipped trees score them (router output is features),
+             blended with the plain RRF order (more for a question);
              = fusion (or no model): one list per retriever, each span    weights.py
              weighted by its route (rrf, weighted, max); pins first       fusion.py
           ─▶ graph: neighbors of the top results (search.graph)          second_stage.py
@@ -304,10 +305,14 @@ class Searcher:
         )
         if self._ranker is None or self._ranker.settings != settings:
             self._ranker = learned.LearnedStage(*settings)
+        weight = scfg.ranker_rrf_weight
+        if not (parts is not None and parts.long) and router.is_question(text):
+            weight = scfg.ranker_question_rrf_weight
+            trace.note("ranker", f"a question: RRF weighs {weight:g} in the blend")
         try:
             return self._ranker.rank(
                 self.sources, text, decision, lists, found.pinned, trace,
-                k if explain else 0, parts=parts,
+                k if explain else 0, parts=parts, rrf_weight=weight,
             )  # fmt: skip
         except ModelError as e:
             trace.warn(f"{e}: ranking by fusion")

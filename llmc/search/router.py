@@ -287,6 +287,21 @@ def choose_route(
     return refine(text, defined, decision) if refine is not None else decision
 
 
+_QUESTION_WORDS = frozenset(
+    "how what why where when which who whom whose can could does do did is are was were "
+    "should will would whats hows am has have may might shall".split()
+)
+_FIRST_WORD = re.compile(r"[a-z]+")
+
+
+def is_question(query: str) -> bool:
+    """The query is phrased as a question: it opens with a question word ("how do I ...",
+    "why does ...", "can I ...") or ends with ``?``. Not a docstring's or a commit subject's
+    shape, which is what the learned ranker was trained on."""
+    first = _FIRST_WORD.search(query.lower())
+    return query.rstrip().endswith("?") or (first is not None and first.group() in _QUESTION_WORDS)
+
+
 def asks_about_tests(query: str) -> bool:
     """The query names tests (``test``, ``pytest``, ``fixtures``, ...)."""
     return bool(_TEST_CUE.search(query.lower()))
@@ -297,6 +312,7 @@ __all__ = [
     "choose_route",
     "evidence",
     "fixed_route",
+    "is_question",
     "is_test_path",
     "route_query",
 ]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from llmc.config import load_config
-from llmc.search import Searcher
+from llmc.search import Searcher, router
 from llmc.search.features import (
     FEATURES,
     MISSING_RANK,
@@ -331,3 +331,46 @@ def test_learned_results_take_their_own_per_file_cap(indexed_repo) -> None:
     )  # without the cap one file holds several of the first results
     notes = [x.note for x in free.explain.stages if x.stage == "ranker"]
     assert "blended with the BM25 + dense RRF order" in notes[0]
+
+
+@pytest.mark.parametrize(
+    ("query", "question"),
+    [
+        ("how do I install the toolkit with pip", True),
+        ("Why does checkout charge twice", True),
+        ("what's the default currency", True),
+        ("the discount is applied twice?", True),
+        ('"can I" use a coupon', True),
+        ("Reduce the total by the percentage in a discount code", False),  # a docstring
+        ("Fix rounding of discounts", False),  # a commit subject
+        ("ShoppingCart.total", False),
+        ("however the cart is empty", False),  # "how" only as a word's start
+        ("", False),
+    ],
+)
+def test_is_question(query: str, question: bool) -> None:
+    assert router.is_question(query) is question
+
+
+def test_a_question_weighs_rrf_more_in_the_blend(indexed_repo) -> None:
+    """A short question blends RRF at ranker_question_rrf_weight, other queries at
+    ranker_rrf_weight (the trace says which)."""
+    cfg = copy.deepcopy(load_config(indexed_repo))
+    cfg.search.hyde = False
+    assert cfg.search.ranker_question_rrf_weight > cfg.search.ranker_rrf_weight
+    same = copy.deepcopy(cfg)
+    same.search.ranker_question_rrf_weight = cfg.search.ranker_rrf_weight
+    query = "how do I apply a discount code to the cart total"
+    with Searcher(indexed_repo, cfg) as s, Searcher(indexed_repo, same) as t:
+        asked = s.search(query, k=10, explain=True)
+        stated = s.search("apply a discount code to the cart total", k=10, explain=True)
+        flat = t.search(query, k=10, explain=True)
+    notes = [x.note for x in asked.explain.stages if x.stage == "ranker"]
+    assert any(f"a question: RRF weighs {cfg.search.ranker_question_rrf_weight:g}" in n for n in notes)
+    assert any(f"weight {cfg.search.ranker_question_rrf_weight:g}," in n for n in notes)
+    stated_notes = [x.note for x in stated.explain.stages if x.stage == "ranker"]
+    assert not any("a question" in n for n in stated_notes)
+    assert any(f"weight {cfg.search.ranker_rrf_weight:g}," in n for n in stated_notes)
+    assert any(f"weight {cfg.search.ranker_rrf_weight:g}," in n
+               for n in (x.note for x in flat.explain.stages if x.stage == "ranker"))  # fmt: skip
+    assert asked.results[0].symbol == "apply_discount"
