@@ -39,14 +39,21 @@ from llmc.graph.facts import with_span_defs
 from llmc.graph.incremental import PHASES
 from llmc.graph.langs import is_doc, spec_for
 from llmc.graph.model import (
+    CALLS,
+    DEFINES,
     FACTS_FILE,
     FACTS_VERSION,
     GRAPH_FILE,
+    IMPORTS,
+    INHERITS,
+    MENTIONS,
+    TESTS,
     FileFacts,
     GraphStats,
 )
 from llmc.graph.modules import ModuleIndex
 from llmc.graph.output import (
+    EncodedEdges,
     NodeLink,
     Tracked,
     graph_attrs,
@@ -58,6 +65,7 @@ from llmc.graph.output import (
     to_node_link,
     write_node_link,
 )
+from llmc.graph.parts import PartSpill, part_bounds, spill_paths
 from llmc.graph.resolve import Resolver
 from llmc.graph.tables import module_signature
 from llmc.safe_read import read_inside
@@ -73,6 +81,9 @@ log = logging.getLogger(__name__)
 RESOLVER_VERSION = 2
 _FAILURES = ("unreadable", "binary", "extract", "doc:")  # errors that lose a file's facts
 _BOM = b"\xef\xbb\xbf"  # the indexer reads text without it (``walk.read_text``)
+# The order edge types first appear in one merged table (the tables' defines, then the
+# phases' types, tests before mentions): ``Counter.most_common``'s order among ties.
+TYPES_FIRST_SEEN = (DEFINES, IMPORTS, INHERITS, CALLS, TESTS, MENTIONS)
 
 
 def graph_path(repo_root: Path) -> Path:
@@ -109,7 +120,7 @@ def update_graph(
             log.warning("graph: rebuilding without the facts cache, which failed (%r)", e)
             stats = _update(*args)
         finally:
-            for p in facts_cache.spill_files(Path(repo_root) / ".llmc", os.getpid(), len(PHASES)):
+            for p in spill_paths(Path(repo_root) / ".llmc", os.getpid()):
                 with contextlib.suppress(OSError):  # a failed build's spilled results
                     p.unlink()
         warm.settle()  # a kept state: out of the collector's way
@@ -218,7 +229,7 @@ def _update(
         unchanged = header_of(previous) is not None
     output: NodeLink | None = None  # a kept resolver's encoded pieces, patched
     spill: facts_cache.ResultSpill | None = None  # a cold build's result lines, on disk
-    events: facts_cache.EventSpill | None = None  # and its edge events, until merged
+    events: PartSpill | None = None  # and its edge events, until merged
     span_nodes_of: dict[str, dict[str, str]] | None = None
     resolver: Resolver | None = None
     if unchanged:  # nothing to extract or resolve: refresh span ids and the generation
@@ -250,7 +261,8 @@ def _update(
                 _facts_as_json(got.entries)
                 facts_cache.remove_stale_spills(llmc_dir)
                 spill = facts_cache.ResultSpill(facts_file)  # the results, for the cache
-                events = facts_cache.EventSpill(llmc_dir, len(PHASES))  # theirs, to merge
+                bounds = part_bounds(resolver.facts)  # theirs, to merge part by part
+                events = PartSpill(llmc_dir, len(PHASES), bounds)
             try:
                 nodes, edges, counts = resolver.run(
                     keep_memo=keep,
@@ -306,7 +318,10 @@ def _update(
         log.debug("graph: %d spans mapped to nodes; writing", len(span_nodes))
         n_nodes, n_edges = len(nodes), len(edges)
         by_kind = dict(Counter(n["kind"] for n in nodes.values()).most_common())
-        by_type = dict(Counter(t for _, _, t in edges).most_common())
+        if isinstance(edges, EncodedEdges):  # merged part by part (llmc.graph.parts)
+            by_type = edges.by_type(TYPES_FIRST_SEEN)
+        else:
+            by_type = dict(Counter(t for _, _, t in edges).most_common())
 
     seconds = time.perf_counter() - started
     stats = GraphStats(
@@ -330,6 +345,8 @@ def _update(
         write_atomic(graph_file, output.render(header))
     else:
         header = write_node_link(graph_file, nodes, edges, generation, stats, meta)
+        if isinstance(edges, EncodedEdges):
+            edges.remove()
         if not warm.enabled():  # written: the facts cache needs the resolution only
             del nodes, edges, span_nodes, meta
             if resolver is not None:

@@ -30,7 +30,6 @@ import orjson
 
 from llmc.graph.atomic import write_atomic
 from llmc.graph.codec import (
-    decode_events,
     encode_facts,
     encode_result,
     facts_from_data,
@@ -243,7 +242,7 @@ def load_state(
 
 
 # A cold build's spill files, named by its process: its result lines until the cache is
-# written, and its edge events of each phase until merged.
+# written, and its edge events until merged (by phase and part: llmc.graph.parts).
 SPILL = "graph_facts.results.{pid}.tmp"
 EVENTS = "graph_events.{pid}.{phase}.tmp"
 
@@ -306,45 +305,6 @@ class ResultSpill:
             self.path.unlink()
         except OSError:
             pass
-
-
-class EventSpill:
-    """A cold build's edge events, one file ``.llmc/graph_events.<phase>.tmp`` per phase
-    (a JSON list per resolved file), written as each file is resolved and read back, one
-    file's at a time, when they are merged: the events (~1M on nine large projects) are
-    never all in memory."""
-
-    def __init__(self, llmc_dir: Path, phases: int):
-        self.paths = spill_files(llmc_dir, os.getpid(), phases)[1:]
-        self._fhs = []
-        for p in self.paths:
-            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            self._fhs.append(os.fdopen(fd, "wb"))
-
-    def add(self, phases: tuple) -> None:
-        for events, fh in zip(phases, self._fhs, strict=True):
-            if events:
-                fh.write(orjson.dumps(events) + b"\n")
-
-    def phase(self, i: int) -> Iterator[list[tuple]]:
-        """Each file's events of phase ``i``, in the order added (checked: a line that
-        does not decode is left out, with a warning)."""
-        self._fhs[i].close()
-        with open(self.paths[i], "rb") as fh:
-            for line in fh:
-                events = decode_events(line)
-                if events is None:
-                    log.warning("graph: spilled edge events unreadable; left out")
-                    continue
-                yield events
-
-    def remove(self) -> None:
-        for fh, p in zip(self._fhs, self.paths, strict=True):
-            fh.close()
-            try:
-                p.unlink()
-            except OSError:
-                pass
 
 
 def _line(kind: bytes, path: str, raw: bytes) -> bytes:
@@ -446,7 +406,6 @@ def append_delta(
 
 __all__ = [
     "EVENTS",
-    "EventSpill",
     "JOURNAL",
     "SPILL",
     "ResultSpill",

@@ -219,9 +219,62 @@ def to_node_link(
 WRITE_SLICE = 4096  # nodes or edges made into dicts and encoded at a time (write_node_link)
 
 
+class EncodedEdges:
+    """Merged edges encoded as the graph file lists them, one batch after another, in a
+    temp file (``path``) until the file is written: each batch's edges sorted as
+    :func:`node_link_chunks` sorts them, every batch's sources after the last's (the merge
+    of a cold build, part by part: :mod:`llmc.graph.parts`); and their counts by type."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh: Any = None
+        self.count = 0
+        self.types: Counter = Counter()
+
+    def add(self, edges: EdgeMap) -> None:
+        """Encode these edges after the ones added before."""
+        if self._fh is None:
+            import os
+
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            self._fh = os.fdopen(fd, "wb")
+        order = _edge_order(edges)
+        for start in range(0, len(order), WRITE_SLICE):
+            part = list(_edge_dicts(edges, order[start : start + WRITE_SLICE]))
+            self._fh.write((b"," if self.count or start else b"") + orjson.dumps(part)[1:-1])
+        self.count += len(order)
+        self.types.update(t for _, _, t in order)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def by_type(self, first_seen: Iterable[str]) -> dict[str, int]:
+        """Counts by type, most common first, ties in ``first_seen`` order (the order the
+        types first appear in one merged table: ``Counter.most_common``'s ties)."""
+        ordered = Counter({t: self.types[t] for t in first_seen if self.types[t]})
+        ordered.update({t: n for t, n in self.types.items() if t not in ordered})
+        return dict(ordered.most_common())
+
+    def chunks(self, size: int = 1 << 20) -> Iterator[bytes]:
+        if self._fh is None:
+            return
+        self._fh.close()
+        with open(self.path, "rb") as fh:
+            while chunk := fh.read(size):
+                yield chunk
+
+    def remove(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+        try:
+            self.path.unlink()
+        except OSError:
+            pass
+
+
 def node_link_chunks(
     nodes: dict[str, dict[str, Any]],
-    edges: EdgeRows | EdgeMap,
+    edges: EdgeRows | EdgeMap | EncodedEdges,
     header: dict[str, Any],
 ) -> Iterator[bytes]:
     """``orjson.dumps(to_node_link(...))``, byte for byte, in chunks: ``WRITE_SLICE``
@@ -234,6 +287,10 @@ def node_link_chunks(
         yield (b"," if start else b"") + orjson.dumps(part)[1:-1]
     del ids
     yield b'],"edges":['
+    if isinstance(edges, EncodedEdges):
+        yield from edges.chunks()
+        yield b"]}"
+        return
     order = _edge_order(edges)
     for start in range(0, len(order), WRITE_SLICE):
         part = list(_edge_dicts(edges, order[start : start + WRITE_SLICE]))
@@ -244,7 +301,7 @@ def node_link_chunks(
 def write_node_link(
     path: Path,
     nodes: dict[str, dict[str, Any]],
-    edges: EdgeRows | EdgeMap,
+    edges: EdgeRows | EdgeMap | EncodedEdges,
     generation: int,
     stats: GraphStats,
     extra: dict[str, Any] | None = None,
@@ -282,7 +339,9 @@ _TYPE_TARGET = itemgetter(2, 1)
 def _edge_dicts(edges: EdgeRows | EdgeMap, order: list[tuple]) -> Iterator[dict[str, Any]]:
     if isinstance(edges, Mapping):
         for s, d, t in order:
-            yield {"source": s, "target": d, "key": t, "type": t, **edges[(s, d, t)]}
+            e = edges[(s, d, t)]
+            attrs = e if type(e) is dict else e.as_dict()  # (an Edge: llmc.graph.edges)
+            yield {"source": s, "target": d, "key": t, "type": t, **attrs}
     else:
         for s, d, t, attrs in order:
             yield {"source": s, "target": d, "key": t, "type": t, **attrs}
@@ -363,6 +422,7 @@ def write_json(path: Path, data: Any) -> None:
 
 
 __all__ = [
+    "EncodedEdges",
     "NodeLink",
     "Tracked",
     "graph_attrs",

@@ -46,7 +46,7 @@ from llmc.graph.model import (
     unresolved_id,
 )
 from llmc.graph.modules import ModuleIndex
-from llmc.graph.output import Tracked
+from llmc.graph.output import EncodedEdges, Tracked
 from llmc.graph.patch import EdgePatch, patch_tables
 from llmc.graph.rules.base import LangRules
 from llmc.graph.tables import build_tables, module_signature
@@ -132,8 +132,6 @@ class Resolver(Lookup):
                         if file_events:
                             into.append(file_events)
                 totals.append(res.counts)
-            if events is not None:
-                by_phase = [events.phase(i) for i in range(len(PHASES))]
         self.files_resolved = len(self.facts)
         self.last_resolved = set(self.facts)
         log.debug("graph: %d files resolved; merging their edges", len(self.facts))
@@ -144,6 +142,9 @@ class Resolver(Lookup):
             self.drop_tables()
         if by_phase is None:
             nodes, counts = self._merge(self.results, tests)
+        elif events is not None:
+            self._merge_parts(events, tests)
+            return self.nodes, events.merged, self._total(totals)
         else:
             nodes, counts = self._merge_phases(by_phase, tests), self._total(totals)
         return nodes, self.edge_list() if as_list else self.table.edges, counts
@@ -158,6 +159,25 @@ class Resolver(Lookup):
             for events in _drain(files):
                 table.replay(events)
         return self.nodes
+
+    def _merge_parts(self, events: EventStore, tests: set[str]) -> None:
+        """``_merge_phases`` of spilled events, one part of the sources at a time
+        (:mod:`llmc.graph.parts`): the placeholders first, then each part's edges merged,
+        encoded into ``events.merged`` and let go of."""
+        table = self.table
+        seeds = events.split(table.edges)  # the tables' defines edges
+        table.edges = {}
+        for placeholders in events.placeholders():
+            table.replay(placeholders)
+        for part in range(len(seeds)):
+            table.edges, seeds[part] = seeds[part], {}
+            for phase in range(len(PHASES)):
+                if PHASES[phase] == "mentions":
+                    table.add_tests(self._test_source, tests)
+                for got in events.part(phase, part):
+                    table.replay(got)
+            events.merged.add(table.edges)
+            table.edges = {}
 
     def drop_tables(self) -> None:
         """Let go of the facts and every lookup table once each file is resolved, in a
@@ -448,11 +468,16 @@ class Resolver(Lookup):
 
 
 class EventStore(Protocol):
-    """Where a cold run keeps each file's edge events until they are merged
-    (:class:`llmc.graph.cache.EventSpill`)."""
+    """Where a cold run keeps each file's edge events until they are merged, part by part
+    of the sources, and the merged edges until they are written
+    (:class:`llmc.graph.parts.PartSpill`)."""
+
+    merged: EncodedEdges
 
     def add(self, phases: tuple) -> None: ...
-    def phase(self, i: int) -> Iterator[list[tuple]]: ...
+    def split(self, edges: dict) -> list[dict]: ...
+    def placeholders(self) -> Iterator[list[tuple]]: ...
+    def part(self, phase: int, part: int) -> Iterator[list[tuple]]: ...
 
 
 def _drain(files: Iterable) -> Iterator:
