@@ -263,6 +263,7 @@ def _update(
                 spill = facts_cache.ResultSpill(facts_file)  # the results, for the cache
                 bounds = part_bounds(resolver.facts)  # theirs, to merge part by part
                 events = PartSpill(llmc_dir, len(PHASES), bounds)
+                events.keep_seeds(resolver.table.edges)  # on disk while files resolve
             try:
                 nodes, edges, counts = resolver.run(
                     keep_memo=keep,

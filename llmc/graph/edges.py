@@ -68,6 +68,13 @@ class Edge(Mapping):
         self.via = via
         self.via_first = bool(via) and not line  # ``via`` set before ``line``
 
+    @classmethod
+    def restore(cls, confidence: float, count: int, line: int, via: str, via_first: bool) -> Edge:
+        """An edge as it was (its fields as read from another)."""
+        e = cls(confidence, count, line, via)
+        e.via_first = via_first
+        return e
+
     def set_via(self, via: str) -> None:
         if not self.via and not self.line:
             self.via_first = True

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from llmc.graph.modules import ModuleIndex
     from llmc.graph.rules.base import ImportRef, LangRules
 
-BINDINGS_KEPT = 4096  # files whose bindings by scope are kept (Lookup._index_bindings)
+BINDINGS_KEPT = 512  # files whose bindings by scope are kept (Lookup._index_bindings)
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*\Z")
 _LITERAL = re.compile(r"""^(?:[rbfuRBFU]{0,2}["'`]|[\[{]|-?\d)""")
 

@@ -5,7 +5,8 @@ A cold build (no kept state) spills each resolved file's edge events to disk
 sources are cut into ranges of the sorted file paths (:func:`part_bounds`), so that every
 id of a file (``path``, ``path::...``) falls in one part. The merge then replays the
 ``?name`` placeholders first (every phase, in order: the first one of a name wins, as in
-one pass), then each part's events alone: the part's merged edges, ``tests`` edges added
+one pass), then each part's events alone, after the part's edges that the tables made (kept on disk
+while the files are resolved): the part's merged edges, ``tests`` edges added
 where one pass adds them (before the mentions), are encoded, sorted, to a temp file and let
 go (:class:`~llmc.graph.output.EncodedEdges`), and the next part's are merged. The merged
 edges are never all in memory: one part's are (on nine large projects 834k edges held
@@ -28,6 +29,7 @@ from __future__ import annotations
 import bisect
 import logging
 import os
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -44,6 +46,8 @@ log = logging.getLogger(__name__)
 # on nine large projects, 17,870 files in 12 parts of ~70k edges each.
 FILES_PER_PART = 1500
 MAX_PARTS = 128
+_SEED_BATCH = 4096  # kept edges encoded at a time
+_intern = sys.intern
 EVENTS = "graph_events.{pid}.{slot}.tmp"  # slot: phase * (parts + 1) + part (+1: the ?names)
 
 
@@ -85,6 +89,10 @@ class PartSpill:
         slots = phases * (self.parts + 1)
         self.paths = [Path(llmc_dir) / EVENTS.format(pid=pid, slot=i) for i in range(slots)]
         self._fhs = [_create(p) for p in self.paths]
+        self.seed_paths = [
+            Path(llmc_dir) / EVENTS.format(pid=pid, slot=f"seed{k}") for k in range(self.parts)
+        ]
+        self._seed_fhs: list = []
         self.merged = EncodedEdges(Path(llmc_dir) / EVENTS.format(pid=pid, slot="edges"))
 
     def _slot(self, phase: int, part: int) -> int:
@@ -109,12 +117,39 @@ class PartSpill:
             for part, evs in by_part.items():
                 self._fhs[self._slot(phase, part)].write(orjson.dumps(evs) + b"\n")
 
-    def split(self, edges: dict[tuple, Edge]) -> list[dict[tuple, Edge]]:
-        """The edges made before any event (the tables' ``defines``), by the part of their
-        source, each part's in their order."""
-        out: list[dict[tuple, Edge]] = [{} for _ in range(self.parts)]
-        for key, e in edges.items():
-            out[self.part_of(key[0])][key] = e
+    def keep_seeds(self, edges: dict[tuple, Edge]) -> None:
+        """Put the edges made before any event (the tables' ``defines``) on disk, by the
+        part of their source, in their order, until their part is merged (``seeds``);
+        ``edges`` is emptied. Called as soon as the tables are built, they are out of
+        memory while the files are resolved (on nine large projects 204k edges, ~45 MB)."""
+        if not edges:
+            return
+        if not self._seed_fhs:
+            self._seed_fhs = [_create(p) for p in self.seed_paths]
+        rows: list[list] = [[] for _ in range(self.parts)]
+        for (s, d, t), e in edges.items():
+            got = rows[self.part_of(s)]
+            got.append((s, d, t, e.confidence, e.count, e.line, e.via, e.via_first))
+            if len(got) >= _SEED_BATCH:
+                self._seed_fhs[self.part_of(s)].write(orjson.dumps(got) + b"\n")
+                got.clear()
+        for part, got in enumerate(rows):
+            if got:
+                self._seed_fhs[part].write(orjson.dumps(got) + b"\n")
+        edges.clear()
+
+    def seeds(self, part: int) -> dict[tuple, Edge]:
+        """The kept edges of ``part``, as they were (``keep_seeds``), in their order."""
+        out: dict[tuple, Edge] = {}
+        if not self._seed_fhs:
+            return out
+        self._seed_fhs[part].close()
+        with open(self.seed_paths[part], "rb") as fh:
+            for line in fh:
+                for s, d, t, conf, count, ln, via, via_first in orjson.loads(line):
+                    out[(_intern(s), _intern(d), _intern(t))] = Edge.restore(
+                        conf, count, ln, _intern(via), via_first
+                    )
         return out
 
     def placeholders(self) -> Iterator[list[tuple]]:
@@ -138,8 +173,9 @@ class PartSpill:
 
     def remove(self) -> None:
         """Delete the events (the merged edges stay until written: ``merged.remove()``)."""
-        for fh, p in zip(self._fhs, self.paths, strict=True):
+        for fh in (*self._fhs, *self._seed_fhs):
             fh.close()
+        for p in (*self.paths, *self.seed_paths):
             try:
                 p.unlink()
             except OSError:

@@ -165,12 +165,11 @@ class Resolver(Lookup):
         (:mod:`llmc.graph.parts`): the placeholders first, then each part's edges merged,
         encoded into ``events.merged`` and let go of."""
         table = self.table
-        seeds = events.split(table.edges)  # the tables' defines edges
-        table.edges = {}
+        events.keep_seeds(table.edges)  # the tables' defines edges (kept already, or now)
         for placeholders in events.placeholders():
             table.replay(placeholders)
-        for part in range(len(seeds)):
-            table.edges, seeds[part] = seeds[part], {}
+        for part in range(events.parts):
+            table.edges = events.seeds(part)
             for phase in range(len(PHASES)):
                 if PHASES[phase] == "mentions":
                     table.add_tests(self._test_source, tests)
@@ -475,7 +474,11 @@ class EventStore(Protocol):
     merged: EncodedEdges
 
     def add(self, phases: tuple) -> None: ...
-    def split(self, edges: dict) -> list[dict]: ...
+
+    parts: int
+
+    def keep_seeds(self, edges: dict) -> None: ...
+    def seeds(self, part: int) -> dict: ...
     def placeholders(self) -> Iterator[list[tuple]]: ...
     def part(self, phase: int, part: int) -> Iterator[list[tuple]]: ...
 
