@@ -161,6 +161,10 @@ class SearchConfig:
     # questions want better (docs/reports/2026-11-27-question-blend-validation.md)
     ranker_question_rrf_weight: float = 0.65
     ranker_blend_k: int = 10  # learned: the k of that blend
+    # file-level answers (--files, group "file"): the whole-file BM25 list's weight when it
+    # is fused (RRF, k 10) with the files of the span list; 0: the span list alone
+    # (docs/reports/2026-11-27-whole-file-bm25-validation.md)
+    file_bm25_weight: float = 0.2
     # learned: per-file cap on its results (0: none); fusion keeps max_per_file
     ranker_max_per_file: int = 0
     # when none of the first code_in_top results is code (markdown, rst and text are not),

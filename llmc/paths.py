@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 STATE_DIR = ".llmc"
 DB_NAME = "index.db"
 LEXICAL_DIR = "lexical"
+FILES_DIR = "files"  # whole-file BM25 (llmc/store/file_lexical.py)
 GRAPH_NAME = "rag_graph.json"
 LOCK_NAME = "index.lock"
 
@@ -189,6 +190,10 @@ def db_path(root: Path) -> Path:
 
 def lexical_path(root: Path) -> Path:
     return root / STATE_DIR / LEXICAL_DIR
+
+
+def file_index_path(root: Path) -> Path:
+    return root / STATE_DIR / FILES_DIR
 
 
 def graph_path(root: Path) -> Path:

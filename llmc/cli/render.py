@@ -264,9 +264,10 @@ def print_files(con: Console, answer: dict) -> None:
     if not answer.get("files"):
         con.print("no results", style="yellow")
     for rank, f in enumerate(answer.get("files", []), start=1):
+        found = f"{f['matched_spans']} span(s)" if f["matched_spans"] else "whole-file match"
         con.print(
             f"[bold cyan]{rank:>2}.[/] [green]{escape(f['path'])}[/]  "
-            f"[dim]{f['score']:.4f}, {f['matched_spans']} span(s)[/]"
+            f"[dim]{f['score']:.4f}, {found}[/]"
         )
         for sp in f["spans"]:
             what = f"  [bold]{escape(sp['symbol'])}[/] [dim]{escape(sp['kind'])}[/]"

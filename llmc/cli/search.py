@@ -120,7 +120,11 @@ def _local_search(searcher: Any, cfg: Config, query: str, ask: dict[str, Any]) -
     want = ask["k"] or cfg.search.k
     spans = {**ask, "k": max(FILE_SPANS, want)}
     spans.pop("group")
-    return files_json(searcher.search(query, **spans).to_json(), want)
+    response = searcher.search(query, **spans).to_json()
+    whole = searcher.whole_files(query)
+    return files_json(
+        response, want, whole=whole, whole_weight=searcher.cfg.search.file_bm25_weight
+    )
 
 
 def _search_batch(root: Path, cfg: Config, ask: dict[str, Any], as_json: bool) -> int:
@@ -228,7 +232,9 @@ def search_cmd(
     (path, start_line, end_line, symbol, kind, lang, score, sources, snippet), timings_ms,
     took_ms, warnings. Paths are relative to the repo root, lines 1-based and inclusive.
     With --files, `group: "file"` and `files` replace `results`: each file's path, score,
-    matched_spans and its best spans (start_line, end_line, symbol, kind, score, snippet).
+    matched_spans and its best spans (start_line, end_line, symbol, kind, score, snippet);
+    files are ranked by their spans and by whole-file BM25 (search.file_bm25_weight,
+    reported as whole_file_weight), so a file may come with no span.
 
     Each query keeps a latency budget (--budget-ms, search.budget_ms): HyDE's LLM, the
     cross-encoder and the LLM rerank run only when their learned cost fits, unless asked

@@ -189,7 +189,9 @@ def search(ctx: Context, p: dict) -> dict:
                 query, k=max(FILE_SPANS, want), route=route, explain=_bool(p, "explain"),
                 config=_config(p), extras=_bool(p, "extras"),
             )  # fmt: skip
-            return files_json(out, want)
+            searcher = ctx.engine.searcher(_config(p))
+            weight = searcher.cfg.search.file_bm25_weight
+            return files_json(out, want, whole=searcher.whole_files(query), whole_weight=weight)
         return ctx.engine.search(
             query,
             k=k,

@@ -35,6 +35,8 @@ VARIANTS: dict[str, Variant] = {}
 # Switches of the stages around retrieval. The single-retriever baselines turn off every
 # one that exists, so "bm25-only" is BM25 alone whatever later stages get added.
 CODE_IN_TOP = "search.code_in_top"  # an int: the baselines set it to 0 (``_baseline``)
+FILE_BM25 = "search.file_bm25_weight"  # file-level answers: the baselines' files come
+# from their span list alone (0, ``_baseline``); ``bm25-file`` is the whole-file baseline
 EXTRA_STAGES = (
     "search.exact_symbol",
     "search.graph",
@@ -68,6 +70,8 @@ def _baseline(cfg: Config, *keys: str) -> Config:
     list as it is."""
     if cfg.has(CODE_IN_TOP):
         cfg.set(CODE_IN_TOP, 0, SOURCE)
+    if cfg.has(FILE_BM25):
+        cfg.set(FILE_BM25, 0.0, SOURCE)
     return _stages_off(cfg, *keys)
 
 

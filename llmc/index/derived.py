@@ -49,6 +49,24 @@ def repair_lost_tail(
     return True
 
 
+def sync_files(root: Path, store: Store) -> None:
+    """Bring the whole-file index (``llmc.store.file_lexical``) to the store's files. A
+    failure is one warning: file-level answers then go without it until the next run."""
+    from llmc.errors import StoreError
+    from llmc.paths import file_index_path
+    from llmc.store.file_lexical import FileIndex
+
+    if not file_index_path(root).parent.is_dir():
+        return  # .llmc/ deleted mid-run: the run's own check says so
+    try:
+        report = FileIndex(file_index_path(root)).sync(store)
+    except StoreError as e:
+        log.warning("whole-file index not updated: %s", e)
+        return
+    if report.written or report.removed:
+        log.info("whole-file index: %d file(s) written, %d removed", report.written, report.removed)
+
+
 def finish(
     root: Path,
     cfg: GraphConfig,

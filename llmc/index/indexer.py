@@ -362,7 +362,9 @@ class Indexer:
                 summary.searchable_seconds = time.perf_counter() - started
                 self._check()
                 derived.finish(self.root, self.cfg.graph, store, lexical, [], [], self.progress)
-                lap(summary, "graph", clock)
+                clock = lap(summary, "graph", clock)
+                derived.sync_files(self.root, store)
+                lap(summary, "files", clock)
                 record_policies(store, policy, cutting)  # once committed: a crash rechecks
                 self._totals(store, summary)
                 return summary
@@ -418,7 +420,9 @@ class Indexer:
                 self.root, self.cfg.graph, store, lexical, changed_paths, removed, self.progress,
                 facts, beside,
             )  # fmt: skip
-            lap(summary, "graph", clock)
+            clock = lap(summary, "graph", clock)
+        derived.sync_files(self.root, store)
+        lap(summary, "files", clock)
         store.prune_cache([self.model_id(c) for c in (CODE, DOC)])
         store.set_meta("indexed_at", str(time.time()))
         record_policies(store, policy, cutting)

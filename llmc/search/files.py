@@ -3,7 +3,11 @@ grouped by file, files ranked by their spans' evidence, each with its best few s
 
 The file score is a pure function of the ranks its spans hold in the span list
 (``file_score``), chosen by name; the default was chosen on validation projects
-(docs/reports/2026-11-27-long-reports-validation.md)."""
+(docs/reports/2026-11-27-long-reports-validation.md). The files so ranked are then fused
+with the whole-file BM25 list (``llmc.store.file_lexical``) when there is one: each file
+scores ``1 / (FUSION_K + its rank by spans) + weight / (FUSION_K + its whole-file rank)``,
+so a file whose terms are spread over many spans (a keyword table, ``setup.py``) climbs
+(docs/reports/2026-11-27-whole-file-bm25-validation.md)."""
 
 from __future__ import annotations
 
@@ -15,6 +19,8 @@ FILE_SPANS = 100  # spans asked of the pipeline before grouping
 SPANS_PER_FILE = 3
 METHODS = ("max", "max+0.25", "rrf10", "rrf60")
 DEFAULT_METHOD = "max"
+FUSION_K = 10
+WHOLE_FILES = 20  # files asked of the whole-file index
 
 
 def file_score(ranks: Sequence[int], method: str = DEFAULT_METHOD) -> float:
@@ -74,35 +80,55 @@ def group_by_file(
     *,
     spans_per_file: int = SPANS_PER_FILE,
     method: str = DEFAULT_METHOD,
+    whole: Sequence[str] = (),
+    whole_weight: float = 0.0,
 ) -> list[FileHit]:
     """The ``k`` best files of ``results`` (spans, best first), each with its first
-    ``spans_per_file`` spans; ties keep the order of the files' best spans."""
+    ``spans_per_file`` spans; ties keep the order of the files' best spans. With
+    ``whole`` (paths by whole-file BM25, best first) and a ``whole_weight`` above 0, the
+    two file lists are fused (see the module docstring); a file only the whole-file list
+    holds comes with no span."""
     ranks: dict[str, list[int]] = {}
     spans: dict[str, list[Any]] = {}
     for i, r in enumerate(results, start=1):
         ranks.setdefault(r.path, []).append(i)
         spans.setdefault(r.path, []).append(r)
     order = sorted(ranks, key=lambda p: (-file_score(ranks[p], method), ranks[p][0]))
+    scores = {p: file_score(ranks[p], method) for p in order}
+    if whole and whole_weight > 0:
+        fused = {p: 1.0 / (FUSION_K + i) for i, p in enumerate(order, start=1)}
+        for i, p in enumerate(dict.fromkeys(whole), start=1):
+            fused[p] = fused.get(p, 0.0) + whole_weight / (FUSION_K + i)
+        place = {p: i for i, p in enumerate(order)}
+        order = sorted(fused, key=lambda p: (-fused[p], place.get(p, len(place)), p))
+        scores = fused
     return [
         FileHit(
             path=p,
-            score=file_score(ranks[p], method),
-            matched=len(ranks[p]),
-            spans=tuple(spans[p][: max(1, spans_per_file)]),
+            score=scores[p],
+            matched=len(ranks.get(p, ())),
+            spans=tuple(spans.get(p, [])[: max(1, spans_per_file)]),
         )
         for p in order[: max(0, k)]
     ]
 
 
-def files_json(response: dict[str, Any], k: int, spans_per_file: int = SPANS_PER_FILE) -> dict:
+def files_json(
+    response: dict[str, Any], k: int, spans_per_file: int = SPANS_PER_FILE,
+    whole: Sequence[str] = (), whole_weight: float = 0.0,
+) -> dict:  # fmt: skip
     """A span answer's JSON (``SearchResponse.to_json``) turned into the file-level one:
-    ``results`` replaced by ``files``, everything else kept."""
+    ``results`` replaced by ``files``, everything else kept; ``whole``: the whole-file
+    BM25 list fused in (``group_by_file``)."""
     from types import SimpleNamespace
 
     rows = [SimpleNamespace(**r) for r in response.get("results", [])]
-    hits = group_by_file(rows, k, spans_per_file=spans_per_file)
+    hits = group_by_file(
+        rows, k, spans_per_file=spans_per_file, whole=whole, whole_weight=whole_weight
+    )
     out = {key: v for key, v in response.items() if key != "results"}
     out["group"] = "file"
+    out["whole_file_weight"] = whole_weight if whole else 0.0
     out["files"] = [h.to_json() for h in hits]
     return out
 
@@ -110,6 +136,8 @@ def files_json(response: dict[str, Any], k: int, spans_per_file: int = SPANS_PER
 __all__ = [
     "DEFAULT_METHOD",
     "FILE_SPANS",
+    "FUSION_K",
+    "WHOLE_FILES",
     "METHODS",
     "SPANS_PER_FILE",
     "FileHit",

@@ -35,6 +35,7 @@ the stage timings of every answer teach the cost model (``.llmc/costs.json``).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
@@ -71,9 +72,12 @@ from llmc.search.types import (
     SearchResult,
 )
 
+log = logging.getLogger(__name__)
+
 if TYPE_CHECKING:  # pragma: no cover
     from llmc.models.device import Profile
     from llmc.search.hyde import HydeStage
+    from llmc.store.file_lexical import FileIndex
 
 MAX_K = 1000
 RANKERS = ("fusion", "learned", "auto")
@@ -97,6 +101,7 @@ class Searcher:
         self.sources = Sources(self.root, self.cfg, self._threads)
         self._hyde_stage: HydeStage | None = None
         self._ranker: learned.LearnedStage | None = None
+        self._files: FileIndex | None = None  # the whole-file index, opened when first asked
 
     # -- lifecycle ----------------------------------------------------------------------
     def __enter__(self) -> Searcher:
@@ -135,6 +140,26 @@ class Searcher:
                         reranker_from_config(self.cfg.rerank).score("warm up", ["warm up"])
                 except ModelError:
                     pass
+
+    def whole_files(self, query: str, limit: int = 20) -> list[str]:
+        """Paths best first by whole-file BM25 (``llmc.store.file_lexical``), which the
+        file-level answer fuses in; empty when ``search.file_bm25_weight`` is 0 or the
+        index has no whole-file index yet (built by the next ``llmc index``). Files
+        deleted since the last index run are left out."""
+        if self.cfg.search.file_bm25_weight <= 0:
+            return []
+        from llmc.paths import file_index_path
+        from llmc.store.file_lexical import FileIndex
+
+        with self._lock:
+            try:
+                if self._files is None:
+                    self._files = FileIndex(file_index_path(self.root), readonly=True)
+                matches = self._files.search(query, limit)
+            except StoreError as e:
+                log.info("no whole-file list: %s", e)
+                return []
+        return [m.path for m in matches if (self.root / m.path).is_file()]
 
     # -- the pipeline -------------------------------------------------------------------
     def search(

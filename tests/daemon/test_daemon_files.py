@@ -14,6 +14,7 @@ from llmc.errors import DaemonError
 def test_search_group_file_over_the_socket(shared_daemon):
     out = shared_daemon.search("save a session token", k=2, group="file")
     assert out["group"] == "file" and "results" not in out
+    assert out["whole_file_weight"] > 0  # the whole-file BM25 list, fused in (.llmc/files/)
     paths = [f["path"] for f in out["files"]]
     assert paths[0] == "app/store.py"
     assert len(paths) == len(set(paths)) <= 2

@@ -90,3 +90,49 @@ def test_cli_files_batch_mode(runner: CliRunner, indexed_repo) -> None:
     assert result.exit_code == 0, result.output
     answers = [json.loads(line) for line in result.stdout.strip().split("\n")]
     assert [a["files"][0]["path"] for a in answers] == ["src/shop/cart.py", "web/orders.js"]
+
+
+def test_whole_file_list_fuses_in_and_brings_files_without_spans() -> None:
+    spans = [span("a.py", 1, 0.9), span("b.py", 1, 0.8), span("c.py", 1, 0.7)]
+    assert group_by_file(spans, 3, whole=["c.py"], whole_weight=0.0) == group_by_file(spans, 3)
+    hits = group_by_file(spans, 4, whole=["c.py", "kw.py", "a.py"], whole_weight=0.25)
+    # a.py 1/11 + 0.25/13; c.py 1/13 + 0.25/11 climbs over b.py's 1/12; kw.py has no span
+    assert [h.path for h in hits] == ["a.py", "c.py", "b.py", "kw.py"]
+    assert hits[1].score == pytest.approx(1 / 13 + 0.25 / 11)
+    assert (
+        hits[3].matched == 0 and hits[3].spans == () and hits[3].score == pytest.approx(0.25 / 12)
+    )
+    # a weight that cannot outweigh one rank of the span list keeps its order
+    assert [h.path for h in group_by_file(spans, 3, whole=["c.py"], whole_weight=0.001)] == [
+        "a.py", "b.py", "c.py"]  # fmt: skip
+
+
+def test_cli_files_finds_a_file_whose_terms_are_spread_over_it(runner: CliRunner, tmp_path) -> None:
+    """A keyword table matches a report as a whole file, though none of its spans ranks
+    for it; the file-level answer brings it, and `file_bm25_weight = 0` does not."""
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    table = "".join(f"    'KW{i}': Keyword,\n" for i in range(400))
+    (repo / "pkg" / "keywords.py").write_text(
+        f"KEYWORDS = {{\n{table}    'ROW_FORMAT': Keyword,\n}}\nPUNCTUATION = {{}}\n"
+    )
+    for i in range(12):
+        (repo / "pkg" / f"statement{i}.py").write_text(
+            f"def recognize_statement_{i}(sql):\n"
+            f"    '''Recognize a keyword in statement {i} of the SQL.'''\n"
+            f"    return [t for t in sql.split() if t.isupper()]\n"
+        )
+    assert runner.invoke(main, ["index", "--no-vectors", str(repo)]).exit_code == 0
+    assert (repo / ".llmc" / "files" / "hashes.json").is_file()
+    query = "Recognize ROW_FORMAT as a keyword"
+    args = ["search", "--json", "--files", "--repo", str(repo), "-k", "20", query]
+    out = json.loads(runner.invoke(main, args).stdout.strip())
+    paths = [f["path"] for f in out["files"]]
+    assert out["whole_file_weight"] > 0
+    (repo / "llmc.toml").write_text("[search]\nfile_bm25_weight = 0.0\n")
+    flat = json.loads(runner.invoke(main, args).stdout.strip())
+    assert flat["whole_file_weight"] == 0.0
+    spans_only = [f["path"] for f in flat["files"]]
+    kw = "pkg/keywords.py"
+    assert kw in paths[:10], paths
+    assert paths.index(kw) < (spans_only.index(kw) if kw in spans_only else len(spans_only))

@@ -116,7 +116,16 @@ def rank_files(searcher: Any, query: str, system: str, k: int = 10) -> list[str]
     if system == BM25_FILE:
         return [r.path for r in searcher.search(query, k=k).results]
     results = searcher.search(query, k=SPANS).results
-    return [h.path for h in group_by_file(results, k)]
+    return [h.path for h in group_by_file(results, k, **whole_files(searcher, query))]
+
+
+def whole_files(searcher: Any, query: str) -> dict[str, Any]:
+    """``group_by_file``'s whole-file arguments as ``--files`` passes them for a
+    ``Searcher`` (its config decides: the baselines set the weight to 0)."""
+    ask = getattr(searcher, "whole_files", None)
+    if not callable(ask):
+        return {}
+    return {"whole": ask(query), "whole_weight": searcher.cfg.search.file_bm25_weight}
 
 
 def run_project(
@@ -157,7 +166,12 @@ def run_project(
                     spans = [r.path for r in searcher.search(q.query, k=SPANS).results]
                     if spans_out is not None:
                         spans_out.setdefault(system, []).append(spans)
-                    ranked = [h.path for h in group_by_file([_P(p) for p in spans], 10)]
+                    ranked = [
+                        h.path
+                        for h in group_by_file(
+                            [_P(p) for p in spans], 10, **whole_files(searcher, q.query)
+                        )
+                    ]
                 answer = [j.path for j in q.relevant]
                 rows.append({"id": q.id, "files": ranked, "answer": answer,
                              **_as_dict(file_scores(ranked, answer))})  # fmt: skip
@@ -184,10 +198,19 @@ class GroupedFileSearcher(FileLevelSearcher):
         from llmc.search.files import group_by_file
 
         response = self.inner.search(query, k=max(self.spans, k or 10))
-        hits = group_by_file(response.results, k or 10)
+        hits = group_by_file(response.results, k or 10, **whole_files(self.inner, query))
         return SimpleNamespace(
-            results=[h.spans[0] for h in hits], route=getattr(response, "route", None)
+            results=[h.spans[0] if h.spans else _whole(h.path) for h in hits],
+            route=getattr(response, "route", None),
         )
+
+
+def _whole(path: str) -> Any:
+    """A result for a file only the whole-file list found (no span of it was asked for)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(path=path, start_line=1, end_line=1, score=0.0, lang=None,
+                           category=None)  # fmt: skip
 
 
 class _P:

@@ -123,10 +123,11 @@ def run_project(
             searcher = FileBM25Searcher(corpus)
         else:
             searcher = searcher_factory(corpus, variant_config(cfg, system))
-        if task == COMMITS:  # results are files: each file once, at its best span's rank
-            from llmc.eval.protocol.commits import FileLevelSearcher
+        if task == COMMITS:  # results are files, as `--files` ranks them (a file once, at
+            # its best span's rank, and the whole-file list fused in where the config says)
+            from llmc.eval.protocol.commits import SPANS_PER_QUERY
 
-            searcher = FileLevelSearcher(searcher)
+            searcher = reports.GroupedFileSearcher(searcher, SPANS_PER_QUERY)
         elif task == REPORTS:  # files as `--files` ranks them (reports.py)
             searcher = reports.GroupedFileSearcher(searcher)
         try:
