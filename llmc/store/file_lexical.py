@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from llmc.errors import StoreError
-from llmc.store.lexical import ANALYZER, WRITER_HEAP_BYTES, _analyzer
+from llmc.store.lexical import ANALYZER, WRITER_HEAP_BYTES, _analyzer, _atomic_write
 from llmc.store.tokens import code_tokens
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -222,15 +221,6 @@ def _file_texts(store: Store, paths: Sequence[str]) -> Iterator[tuple[str, str]]
             rows.setdefault(path, []).append((int(first), int(last), text or ""))
         for path in chunk:
             yield path, file_text(rows.pop(path, []))
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 __all__ = ["FileIndex", "FileMatch", "SyncReport", "file_text"]
