@@ -245,6 +245,8 @@ def _update(
     else:
         facts_cache.load_facts(cache)
         got = _gather_facts(repo_root, store, records, changed_set, cached_files, given, cfg)
+        if not warm.enabled():  # (their paths are the facts'; a kept state's pieces ask)
+            records = dict.fromkeys(records, None)  # type: ignore[assignment]
         facts, spans_by_path = got.facts, got.spans_by_path
         got.facts, got.spans_by_path = {}, None
         extracted, reused, failed = got.extracted, got.reused, got.failed

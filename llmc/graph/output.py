@@ -137,7 +137,7 @@ class NodeLink:
             self.node_bytes.pop(piece, None)
             self.kinds.pop(piece, None)
             return
-        rows = [{"id": nid, **nodes[nid]} for nid in sorted(ids)]
+        rows = [{"id": nid, **_attrs(nodes[nid])} for nid in sorted(ids)]
         self.node_bytes[piece] = orjson.dumps(rows)[1:-1]
         self.kinds[piece] = Counter(r["kind"] for r in rows)
 
@@ -211,7 +211,7 @@ def to_node_link(
         "directed": True,
         "multigraph": True,
         "graph": graph_attrs(generation, stats, extra or {}),
-        "nodes": [{"id": nid, **attrs} for nid, attrs in sorted(nodes.items())],
+        "nodes": [{"id": nid, **_attrs(nodes[nid])} for nid in sorted(nodes)],
         "edges": list(_edge_dicts(edges, _edge_order(edges))),
     }
 
@@ -283,7 +283,7 @@ def node_link_chunks(
     yield b'{"directed":true,"multigraph":true,"graph":' + orjson.dumps(header) + b',"nodes":['
     ids = sorted(nodes)
     for start in range(0, len(ids), WRITE_SLICE):
-        part = [{"id": nid, **nodes[nid]} for nid in ids[start : start + WRITE_SLICE]]
+        part = [{"id": nid, **_attrs(nodes[nid])} for nid in ids[start : start + WRITE_SLICE]]
         yield (b"," if start else b"") + orjson.dumps(part)[1:-1]
     del ids
     yield b'],"edges":['
@@ -336,12 +336,15 @@ _SOURCE = itemgetter(0)
 _TYPE_TARGET = itemgetter(2, 1)
 
 
+def _attrs(attrs: Any) -> dict[str, Any]:
+    """A node's or edge's attributes as a dict (a ``Node`` or ``Edge`` makes its own)."""
+    return attrs if isinstance(attrs, dict) else attrs.as_dict()
+
+
 def _edge_dicts(edges: EdgeRows | EdgeMap, order: list[tuple]) -> Iterator[dict[str, Any]]:
     if isinstance(edges, Mapping):
         for s, d, t in order:
-            e = edges[(s, d, t)]
-            attrs = e if type(e) is dict else e.as_dict()  # (an Edge: llmc.graph.edges)
-            yield {"source": s, "target": d, "key": t, "type": t, **attrs}
+            yield {"source": s, "target": d, "key": t, "type": t, **_attrs(edges[(s, d, t)])}
     else:
         for s, d, t, attrs in order:
             yield {"source": s, "target": d, "key": t, "type": t, **attrs}

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from llmc.graph.model import DEFINES, FILE, SECTION, FileFacts, node_id
+from llmc.graph.model import DEFINES, FILE, SECTION, FileFacts, Node, node_id
 from llmc.graph.rules.base import ImportRef
 
 if TYPE_CHECKING:
@@ -96,18 +96,16 @@ def attach_bases(r: Lookup, path: str) -> None:
 
 def _index_file(r: Lookup, path: str, f: FileFacts) -> None:
     rules = r.rules_of(path)
-    r.nodes[path] = _clean(
-        {
-            "kind": FILE,
-            "name": posixpath.basename(path),
-            "path": path,
-            "lang": f.lang,
-            "category": f.category,
-            "start_line": 1,
-            "end_line": max(1, f.end_line),
-            "test": f.test,
-            "module": rules.module_name(path, f),
-        }
+    r.nodes[path] = Node(
+        FILE,
+        posixpath.basename(path),
+        path,
+        f.lang,
+        1,
+        max(1, f.end_line),
+        f.test,
+        category=f.category,
+        module=rules.module_name(path, f),
     )
     defs = r.defs[path] = {}
     impls = r.impls[path] = {}
@@ -117,17 +115,8 @@ def _index_file(r: Lookup, path: str, f: FileFacts) -> None:
             continue
         defs[d.qualname] = d
         nid = node_id(path, d.qualname)
-        r.nodes[nid] = _clean(
-            {
-                "kind": d.kind,
-                "name": d.name,
-                "qualname": d.qualname,
-                "path": path,
-                "lang": f.lang,
-                "start_line": d.start_line,
-                "end_line": d.end_line,
-                "test": d.test,
-            }
+        r.nodes[nid] = Node(
+            d.kind, d.name, path, f.lang, d.start_line, d.end_line, d.test, d.qualname
         )
         if d.kind != SECTION:
             r.by_name[d.name].append(nid)
@@ -255,10 +244,6 @@ def module_signature(facts: dict[str, FileFacts], m: ModuleIndex) -> tuple:
 
 def _frozen(v: Any) -> Any:
     return tuple(map(_frozen, v)) if isinstance(v, list) else v
-
-
-def _clean(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in d.items() if v not in ("", None, False)}
 
 
 __all__ = [
