@@ -291,15 +291,19 @@ _QUESTION_WORDS = frozenset(
     "how what why where when which who whom whose can could does do did is are was were "
     "should will would whats hows am has have may might shall".split()
 )
-_FIRST_WORD = re.compile(r"[a-z]+")
+_FIRST_WORD = re.compile(r"([a-z]+)(?:'[a-z]+)?[,:;!?.]*")
 
 
 def is_question(query: str) -> bool:
     """The query is phrased as a question: it opens with a question word ("how do I ...",
-    "why does ...", "can I ...") or ends with ``?``. Not a docstring's or a commit subject's
-    shape, which is what the learned ranker was trained on."""
-    first = _FIRST_WORD.search(query.lower())
-    return query.rstrip().endswith("?") or (first is not None and first.group() in _QUESTION_WORDS)
+    "why does ...", "what's ...", "can I ...") or ends with ``?``. Not a docstring's or a
+    commit subject's shape, which is what the learned ranker was trained on. The first
+    word must be a plain word: ``is_valid`` or ``has_key`` is a name, not a question."""
+    words = query.split(maxsplit=1)
+    if not words:
+        return False
+    first = _FIRST_WORD.fullmatch(words[0].lstrip("\"'`([{<*").lower())
+    return query.rstrip().endswith("?") or (first is not None and first.group(1) in _QUESTION_WORDS)
 
 
 def asks_about_tests(query: str) -> bool:

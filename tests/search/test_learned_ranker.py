@@ -345,6 +345,9 @@ def test_learned_results_take_their_own_per_file_cap(indexed_repo) -> None:
         ("Fix rounding of discounts", False),  # a commit subject
         ("ShoppingCart.total", False),
         ("however the cart is empty", False),  # "how" only as a word's start
+        ("is_valid coupon check", False),  # a name, not a question word
+        ("has_discount(cart)", False),
+        ("Is the cart saved, when the tab closes", True),
         ("", False),
     ],
 )
@@ -366,7 +369,9 @@ def test_a_question_weighs_rrf_more_in_the_blend(indexed_repo) -> None:
         stated = s.search("apply a discount code to the cart total", k=10, explain=True)
         flat = t.search(query, k=10, explain=True)
     notes = [x.note for x in asked.explain.stages if x.stage == "ranker"]
-    assert any(f"a question: RRF weighs {cfg.search.ranker_question_rrf_weight:g}" in n for n in notes)
+    assert any(
+        f"a question: RRF weighs {cfg.search.ranker_question_rrf_weight:g}" in n for n in notes
+    )
     assert any(f"weight {cfg.search.ranker_question_rrf_weight:g}," in n for n in notes)
     stated_notes = [x.note for x in stated.explain.stages if x.stage == "ranker"]
     assert not any("a question" in n for n in stated_notes)
