@@ -176,6 +176,7 @@ def main() -> None:
             on_written=lambda s: written.append(time.perf_counter() - t0),
         )
         seconds = time.perf_counter() - t0
+        rss_after = _status("VmRSS")
         stop.set()
         store.close()
     finally:
@@ -194,6 +195,7 @@ def main() -> None:
         "rss_before_mb": rss_before,
         "peak_rss_mb": _status("VmHWM"),
         "update_peak_over_before_mb": _status("VmHWM") - rss_before,
+        "rss_after_update_mb": rss_after,
         "seconds": round(seconds, 2),
         "graph_written_s": round(written[0], 2) if written else None,
         "graph_bytes": (bench / "rag_graph.json").stat().st_size,

@@ -209,6 +209,7 @@ def index_cold(repo: Path, min_free_mb: int = 0, max_s: float = 0) -> dict:
     low = [mem_available_mb()]  # the machine's lowest MemAvailable during the run
     stopped: list[str] = []
     per_pid: dict[int, int] = {}  # each process's peak, kB
+    at_peak: list = [0.0, {}]  # (seconds, {pid: kB}) when the tree's RSS peaked
     timeline: list[tuple[float, int]] = []  # (seconds, tree MB), every 2 s
 
     def sample() -> None:
@@ -216,7 +217,9 @@ def index_cold(repo: Path, min_free_mb: int = 0, max_s: float = 0) -> dict:
         while proc.poll() is None:
             rss = tree_rss_kb(proc.pid)
             total = sum(rss.values()) / 1024
-            peak[0] = max(peak[0], total)
+            if total > peak[0]:
+                peak[0] = total
+                at_peak[:] = [time.perf_counter() - started, rss]
             for pid, kb in rss.items():
                 per_pid[pid] = max(per_pid.get(pid, 0), kb)
             now = time.perf_counter() - started
@@ -263,6 +266,11 @@ def index_cold(repo: Path, min_free_mb: int = 0, max_s: float = 0) -> dict:
         "peak_rss_mb_by_process": {
             ("indexer" if pid == proc.pid else f"worker {pid}"): round(kb / 1024)
             for pid, kb in sorted(per_pid.items(), key=lambda x: -x[1])
+        },
+        "tree_peak_at_s": round(at_peak[0], 1),
+        "tree_peak_by_process_mb": {
+            ("indexer" if pid == proc.pid else f"worker {pid}"): round(kb / 1024)
+            for pid, kb in sorted(at_peak[1].items(), key=lambda x: -x[1])
         },
         "tree_rss_mb_every_2s": timeline,
         "peak_single_process_rss_mb": round(

@@ -352,6 +352,7 @@ def _update(
             edges.remove()
         if not warm.enabled():  # written: the facts cache needs the resolution only
             del nodes, edges, span_nodes, meta
+            header = {}  # (its span map: not kept either)
             if resolver is not None:
                 resolver.drop_graph()
     log.debug("graph: %s written; the facts cache next", graph_file.name)

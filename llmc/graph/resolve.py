@@ -204,9 +204,12 @@ class Resolver(Lookup):
 
     def drop_graph(self) -> None:
         """Let go of the merged nodes and edges once written (a resolver that is not
-        kept: only its per-file results are still read, for the facts cache)."""
+        kept: only its per-file results are still read, for the facts cache), and hand
+        the C heap's free pages back: while the cache is written, the indexer goes on
+        beside this process (the graph's worker) with its next steps."""
         self.nodes = self.table.nodes = {}
         self.table.edges = {}
+        _trim()
 
     @property
     def state(self) -> ResolutionState:
