@@ -276,6 +276,40 @@ def test_grouped_file_searcher_returns_each_files_best_span():
     assert len(GroupedFileSearcher(inner).search("q", k=2).results) == 2
 
 
+def test_grouped_file_searcher_fuses_the_whole_file_list_as_files_does():
+    """The file tasks score `default` as `--files` answers: its whole-file list fused in at
+    its config's weight (a file only that list has comes as a whole-file result); the
+    baselines' variants set the weight to 0, so theirs are their span lists grouped."""
+    from llmc.config import load_config
+    from llmc.eval.protocol.reports import GroupedFileSearcher
+    from llmc.eval.variants import variant_config
+
+    spans = [SimpleNamespace(path=p, start_line=1, end_line=3, lang="python")
+             for p in ("a.py", "b.py", "c.py")]  # fmt: skip
+
+    class WithFiles:
+        def __init__(self, weight):
+            self.cfg = SimpleNamespace(search=SimpleNamespace(file_bm25_weight=weight))
+
+        def search(self, query, k=None):
+            return SimpleNamespace(results=spans[:k], route=None)
+
+        def whole_files(self, query):
+            return ["kw.py", "c.py"]
+
+    fused = GroupedFileSearcher(WithFiles(0.2), spans=50).search("q", k=4).results
+    # c.py: 1/13 + 0.2/12 passes a.py's 1/11; kw.py: 0.2/11 only
+    assert [r.path for r in fused] == ["c.py", "a.py", "b.py", "kw.py"]
+    assert fused[3].start_line == 1 and fused[3].lang is None  # the whole file, no span
+    flat = GroupedFileSearcher(WithFiles(0.0), spans=50).search("q", k=4).results
+    assert [r.path for r in flat] == ["a.py", "b.py", "c.py"]
+    cfg = load_config(None)
+    assert cfg.search.file_bm25_weight > 0
+    for baseline in ("rrf", "bm25-only", "dense-only"):
+        assert variant_config(cfg, baseline).search.file_bm25_weight == 0.0
+    assert variant_config(cfg, "default").search.file_bm25_weight == cfg.search.file_bm25_weight
+
+
 # -- a run over a fixture project (task (a): no download, no mirror) -------------------------
 FIXTURE = {
     "pkg/__init__.py": "",
