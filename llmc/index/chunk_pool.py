@@ -420,8 +420,15 @@ class ChunkPool:
                 import multiprocessing
                 from concurrent.futures import ProcessPoolExecutor
 
+                # One job per process: the graph's worker exits once its update is done
+                # (the facts cache written after the future's result), handing back its
+                # memory (fragmented: ~0.4 GB on nine large projects, ~0.6 GB on twice
+                # that) instead of sitting idle beside the run's next steps until close.
                 self._beside = ProcessPoolExecutor(
-                    1, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker
+                    1,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_init_worker,
+                    max_tasks_per_child=1,
                 )
             return self._beside.submit(fn, *args)
         except Exception as e:  # noqa: BLE001 - no process: the caller runs fn itself
