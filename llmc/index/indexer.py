@@ -63,6 +63,12 @@ from llmc.types import CODE, DOC, IndexSummary
 
 log = logging.getLogger(__name__)
 
+# A run that changed fewer files updates the graph here, after its writes, not in a process
+# of its own beside them: such an update is small, and here it keeps the daemon's warm graph
+# state (a one-file edit on Django: ~0.3 s here against ~2.6 s in a fresh process that reads
+# every cache first)
+GRAPH_BESIDE_MIN_FILES = 64
+
 # Up to this many spans written, a run embeds them before updating the graph (_graph_after)
 GRAPH_AFTER_VECTORS_MAX_SPANS = 256
 
@@ -380,7 +386,7 @@ class Indexer:
 
             records = records_after(known, written, removed)
             deferred = self._pool is not None and self._pool.facts_deferred
-            if not deferred:
+            if not deferred and len(changed_paths) + len(removed) >= GRAPH_BESIDE_MIN_FILES:
                 early = graph_early.start(
                     self._pool, self.root, self.cfg.graph, records, changed_paths, removed,
                     generation, facts,

@@ -548,6 +548,7 @@ def test_an_index_run_builds_the_graph_from_its_chunk_workers(tmp_path, monkeypa
     from types import SimpleNamespace
 
     import llmc.index.chunk_pool as chunk_pool
+    import llmc.index.indexer as indexer_module
     from llmc.config import load_config
     from llmc.index.indexer import Indexer
     from llmc.paths import db_path
@@ -556,6 +557,7 @@ def test_an_index_run_builds_the_graph_from_its_chunk_workers(tmp_path, monkeypa
     root = _mixed_project(tmp_path)
     monkeypatch.setattr(chunk_pool, "PARALLEL_MIN_FILES", 2)
     monkeypatch.setattr(chunk_pool.ChunkPool, "__init__", _two_workers)
+    monkeypatch.setattr(indexer_module, "GRAPH_BESIDE_MIN_FILES", 1)
     parsed: list[str] = []
     real = build.extract_file
     monkeypatch.setattr(build, "extract_file", lambda p, *a: parsed.append(p) or real(p, *a))
@@ -580,6 +582,44 @@ def test_an_index_run_builds_the_graph_from_its_chunk_workers(tmp_path, monkeypa
     touch_later(util, util.read_text() + "\n\ndef added(x):\n    return round2(x)\n")
     touch_later(root / "web" / "legacy.js", "function start() { return 1; }\n")
     run_and_compare()
+
+
+def test_a_small_edit_updates_the_graph_here_with_the_workers_facts(tmp_path, monkeypatch):
+    """Fewer changed files than GRAPH_BESIDE_MIN_FILES: the graph is updated in this process
+    (where the daemon keeps its warm state), from the facts the workers extracted (no file
+    parsed again), and equals a full build."""
+    from types import SimpleNamespace
+
+    import llmc.index.chunk_pool as chunk_pool
+    import llmc.index.indexer as indexer_module
+    from llmc.config import load_config
+    from llmc.index.indexer import Indexer
+    from llmc.paths import db_path
+    from llmc.store.db import Store
+
+    root = _mixed_project(tmp_path)
+    monkeypatch.setattr(chunk_pool, "PARALLEL_MIN_FILES", 2)
+    monkeypatch.setattr(chunk_pool.ChunkPool, "__init__", _two_workers)
+    Indexer(root, load_config(root)).run(vectors=False)
+    monkeypatch.setattr(indexer_module, "GRAPH_BESIDE_MIN_FILES", 3)
+    parsed: list[str] = []
+    real = build.extract_file
+    monkeypatch.setattr(build, "extract_file", lambda p, *a: parsed.append(p) or real(p, *a))
+    here: list[int] = []
+    real_update = build.update_graph
+    monkeypatch.setattr(
+        build, "update_graph", lambda *a, **k: here.append(1) or real_update(*a, **k)
+    )
+    util = root / "shop" / "util.py"
+    touch_later(util, util.read_text() + "\n\ndef added(x):\n    return round2(x)\n")
+    touch_later(root / "web" / "legacy.js", "function start() { return 1; }\n")
+    Indexer(root, load_config(root)).run(vectors=False)
+    assert here == [1] and parsed == []
+    store = Store(db_path(root))
+    try:
+        assert _graph_body(root) == _from_scratch(root, SimpleNamespace(store=store))
+    finally:
+        store.close()
 
 
 def _two_workers(self, files_expected: int, *args, **kwargs) -> None:

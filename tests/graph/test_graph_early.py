@@ -119,12 +119,14 @@ def test_an_index_run_whose_writes_fail_leaves_no_graph_and_no_waiting_worker(
     fails opens its gate without committing, so the worker writes nothing and the run
     ends with the write's error (it does not wait on the worker forever)."""
     import llmc.index.chunk_pool as chunk_pool
+    import llmc.index.indexer as indexer_module
     from llmc.config import load_config
     from llmc.index.indexer import Indexer
     from llmc.store.db import Store
 
     root = copy_project(tmp_path, "pyshop")
     monkeypatch.setattr(chunk_pool, "PARALLEL_MIN_FILES", 2)
+    monkeypatch.setattr(indexer_module, "GRAPH_BESIDE_MIN_FILES", 1)  # a small project
     real_init = chunk_pool.ChunkPool.__init__
 
     def two_workers(self, files_expected, *args, **kwargs):
