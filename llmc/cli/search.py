@@ -115,16 +115,13 @@ def _local_search(searcher: Any, cfg: Config, query: str, ask: dict[str, Any]) -
     JSON object (llmc/search/files.py), as the daemon gives it."""
     if ask.get("group") != "file":
         return searcher.search(query, **ask)
-    from llmc.search.files import FILE_SPANS, files_json
+    from llmc.search.files import FILE_SPANS, files_json, whole_file_args
 
     want = ask["k"] or cfg.search.k
     spans = {**ask, "k": max(FILE_SPANS, want)}
     spans.pop("group")
     response = searcher.search(query, **spans).to_json()
-    whole = searcher.whole_files(query)
-    return files_json(
-        response, want, whole=whole, whole_weight=searcher.cfg.search.file_bm25_weight
-    )
+    return files_json(response, want, **whole_file_args(searcher, query))
 
 
 def _search_batch(root: Path, cfg: Config, ask: dict[str, Any], as_json: bool) -> int:

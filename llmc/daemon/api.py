@@ -182,7 +182,7 @@ def search(ctx: Context, p: dict) -> dict:
     k = _int(p, "k", 1, 1000)
     try:
         if by_file:  # a deep span list, grouped into k files (llmc/search/files.py)
-            from llmc.search.files import FILE_SPANS, files_json
+            from llmc.search.files import FILE_SPANS, files_json, whole_file_args
 
             want = k or _default_k(ctx)
             out = ctx.engine.search(
@@ -190,8 +190,7 @@ def search(ctx: Context, p: dict) -> dict:
                 config=_config(p), extras=_bool(p, "extras"),
             )  # fmt: skip
             searcher = ctx.engine.searcher(_config(p))
-            weight = searcher.cfg.search.file_bm25_weight
-            return files_json(out, want, whole=searcher.whole_files(query), whole_weight=weight)
+            return files_json(out, want, **whole_file_args(searcher, query))
         return ctx.engine.search(
             query,
             k=k,

@@ -113,6 +113,16 @@ def group_by_file(
     ]
 
 
+def whole_file_args(searcher: Any, query: str) -> dict[str, Any]:
+    """``group_by_file``'s / ``files_json``'s whole-file arguments for ``searcher`` (a
+    ``Searcher``: its whole-file list and ``search.file_bm25_weight``); empty for any other
+    searcher, whose files then come from its span list alone."""
+    ask = getattr(searcher, "whole_files", None)
+    if not callable(ask):
+        return {}
+    return {"whole": ask(query), "whole_weight": searcher.cfg.search.file_bm25_weight}
+
+
 def files_json(
     response: dict[str, Any], k: int, spans_per_file: int = SPANS_PER_FILE,
     whole: Sequence[str] = (), whole_weight: float = 0.0,
@@ -144,4 +154,5 @@ __all__ = [
     "file_score",
     "files_json",
     "group_by_file",
+    "whole_file_args",
 ]

@@ -111,21 +111,12 @@ def write_report_projects(rows: Sequence[dict[str, Any]], path: Path | None = No
 # -- running -------------------------------------------------------------------------------
 def rank_files(searcher: Any, query: str, system: str, k: int = 10) -> list[str]:
     """The files ``system`` answers ``query`` with, best first (at most ``k``)."""
-    from llmc.search.files import group_by_file
+    from llmc.search.files import group_by_file, whole_file_args
 
     if system == BM25_FILE:
         return [r.path for r in searcher.search(query, k=k).results]
     results = searcher.search(query, k=SPANS).results
-    return [h.path for h in group_by_file(results, k, **whole_files(searcher, query))]
-
-
-def whole_files(searcher: Any, query: str) -> dict[str, Any]:
-    """``group_by_file``'s whole-file arguments as ``--files`` passes them for a
-    ``Searcher`` (its config decides: the baselines set the weight to 0)."""
-    ask = getattr(searcher, "whole_files", None)
-    if not callable(ask):
-        return {}
-    return {"whole": ask(query), "whole_weight": searcher.cfg.search.file_bm25_weight}
+    return [h.path for h in group_by_file(results, k, **whole_file_args(searcher, query))]
 
 
 def run_project(
@@ -142,7 +133,7 @@ def run_project(
     from llmc.eval.protocol.commits import prepare
     from llmc.eval.runner import ensure_index, variant_config
     from llmc.search import Searcher
-    from llmc.search.files import group_by_file
+    from llmc.search.files import group_by_file, whole_file_args
 
     queries = load_report_queries(name, max_queries)
     if not queries:
@@ -169,7 +160,7 @@ def run_project(
                     ranked = [
                         h.path
                         for h in group_by_file(
-                            [_P(p) for p in spans], 10, **whole_files(searcher, q.query)
+                            [_P(p) for p in spans], 10, **whole_file_args(searcher, q.query)
                         )
                     ]
                 answer = [j.path for j in q.relevant]
@@ -195,10 +186,10 @@ class GroupedFileSearcher(FileLevelSearcher):
     def search(self, query: str, k: int | None = None) -> Any:
         from types import SimpleNamespace
 
-        from llmc.search.files import group_by_file
+        from llmc.search.files import group_by_file, whole_file_args
 
         response = self.inner.search(query, k=max(self.spans, k or 10))
-        hits = group_by_file(response.results, k or 10, **whole_files(self.inner, query))
+        hits = group_by_file(response.results, k or 10, **whole_file_args(self.inner, query))
         return SimpleNamespace(
             results=[h.spans[0] if h.spans else _whole(h.path) for h in hits],
             route=getattr(response, "route", None),
