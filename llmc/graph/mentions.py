@@ -121,7 +121,7 @@ def _mention_path(r: Lookup, doc: str, text: str) -> Answer:
     if posixpath.normpath(posixpath.join(base, target)) in dirs or target in dirs:
         return None, "", 0.0
     tail = re.sub(r"^(?:\.\./)+", "", target)
-    suffix = [p for p in r.facts if p.endswith("/" + tail) or p == tail]
+    suffix = r.mods.ending_with(tail)
     if len(suffix) == 1:
         return "resolved", suffix[0], INFERRED
     if tail.split("/")[0] in dirs or len(suffix) > 1:

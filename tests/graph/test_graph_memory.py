@@ -225,3 +225,26 @@ def test_the_graph_header_is_read_without_the_nodes_and_edges(tmp_path, filler):
     path.write_bytes(path.read_bytes()[:-10])
     stats = update_graph(root, f.store, [], [], f.bump())
     assert orjson.loads(path.read_bytes())["nodes"] == data["nodes"] and not stats.rebuilt
+
+
+def test_a_doc_path_found_by_suffix_names_the_one_file_that_ends_so(tmp_path):
+    """A doc's path that is neither relative to it nor to the root resolves by suffix: to
+    the one file ending so, to no file when several do (looked up by base name, not by a
+    scan of every path per mention)."""
+    (tmp_path / "docs").mkdir()
+    for d in ("pkg/core", "pkg/util", "other/util"):
+        (tmp_path / d).mkdir(parents=True)
+    (tmp_path / "pkg/core/engine.py").write_text("def run():\n    return 1\n")
+    (tmp_path / "pkg/util/helpers.py").write_text("def h():\n    return 2\n")
+    (tmp_path / "other/util/helpers.py").write_text("def h():\n    return 3\n")
+    (tmp_path / "docs/guide.md").write_text(
+        "# Guide\n\nSee [the engine](core/engine.py) and [helpers](util/helpers.py).\n"
+    )
+    r = Resolver(facts_of(tmp_path), tmp_path)
+    assert r.mods.ending_with("core/engine.py") == ["pkg/core/engine.py"]
+    assert r.mods.ending_with("helpers.py") == ["other/util/helpers.py", "pkg/util/helpers.py"]
+    assert r.mods.ending_with("ngine.py") == []
+    _, edges, _ = r.run()
+    mentions = {(s, d) for s, d, t, _ in edges if t == "mentions"}
+    assert any(d == "pkg/core/engine.py" for _, d in mentions)
+    assert not any(d.endswith("helpers.py") for _, d in mentions)
