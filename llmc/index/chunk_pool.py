@@ -302,6 +302,15 @@ class ChunkPool:
         if self._journal is not None:
             self._journal.close()
 
+    def finish_beside(self) -> None:
+        """Wait until the process ``beside`` started has ended: its job may go on after its
+        answer (the graph's worker writes the facts cache then), and the run's next step
+        should not sit beside that process's memory (on 100k files the two together were
+        the run's peak: 1.35 GB writing the cache + 0.4 GB building the whole-file index)."""
+        if self._beside is not None:
+            self._beside.shutdown(wait=True)
+            self._beside = None
+
     def _stop_workers(self) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)

@@ -419,6 +419,9 @@ class Indexer:
             if early is not None:
                 early.gate.open(True)  # committed and durable already
                 beside = early.future
+        # What the run held per file (the walk, the records): the graph's worker has its
+        # own copy, and this process waits beside it (finish_graph hands the heap back)
+        del walked, known, changed, unchanged, written, records, walked_paths
         if beside is None and self._graph_after(summary.spans_written):
             self._graph_later = (changed_paths, removed, dict(facts))  # a few files
         else:
@@ -426,6 +429,8 @@ class Indexer:
                 self.root, self.cfg.graph, store, lexical, changed_paths, removed, self.progress,
                 facts, beside,
             )  # fmt: skip
+            if self._pool is not None:  # its facts cache written, the graph's process gone
+                self._pool.finish_beside()
             clock = lap(summary, "graph", clock)
         derived.sync_files(self.root, store)
         lap(summary, "files", clock)
