@@ -210,7 +210,8 @@ def index_cold(repo: Path, min_free_mb: int = 0, max_s: float = 0) -> dict:
     stopped: list[str] = []
     per_pid: dict[int, int] = {}  # each process's peak, kB
     at_peak: list = [0.0, {}]  # (seconds, {pid: kB}) when the tree's RSS peaked
-    timeline: list[tuple[float, int]] = []  # (seconds, tree MB), every 2 s
+    # (seconds, tree MB, the indexer's MB, the largest other process's MB), every 2 s
+    timeline: list[tuple[float, int, int, int]] = []
 
     def sample() -> None:
         last = -2.0
@@ -224,7 +225,9 @@ def index_cold(repo: Path, min_free_mb: int = 0, max_s: float = 0) -> dict:
                 per_pid[pid] = max(per_pid.get(pid, 0), kb)
             now = time.perf_counter() - started
             if now - last >= 2.0:
-                timeline.append((round(now, 1), round(total)))
+                own = rss.get(proc.pid, 0)
+                other = max((kb for pid, kb in rss.items() if pid != proc.pid), default=0)
+                timeline.append((round(now, 1), round(total), own >> 10, other >> 10))
                 last = now
             low[0] = min(low[0], mem_available_mb())
             if low[0] < min_free_mb and not stopped:
