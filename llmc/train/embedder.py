@@ -117,6 +117,7 @@ def validation_mrr(model, selection: dict[str, tuple[list[dict], list[dict]]]) -
 def fit(model, pairs: Sequence[dict], opts: FitOptions) -> dict:
     """Train ``model`` in place; returns the run's statistics."""
     import torch
+
     try:
         from sentence_transformers.sentence_transformer.losses import (
             MultipleNegativesRankingLoss,
