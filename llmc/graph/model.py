@@ -96,10 +96,12 @@ _EMPTY = ("", None, False)  # a field of one of these values is left out (and 0 
 class Node(Mapping):
     """A file's or definition's node attributes, read as the dict the graph file writes:
     the fields in ``_NODE_FIELDS`` order but those empty, then ``span_id`` once set (the
-    one field set later, by :mod:`llmc.graph.spanmap`). Slots, not a dict: ~200k of them
-    on nine large projects, at ~120 bytes each instead of ~270."""
+    one field set later, by :mod:`llmc.graph.spanmap`). Three slots: the definition's own
+    record (a :class:`Def`, shared with the facts: :meth:`of_def`) and its file's fields
+    (one tuple per file), not ten fields of its own: ~1M of them on 89k files, at 64
+    bytes each instead of ~150."""
 
-    __slots__ = (*_NODE_FIELDS, "span_id")
+    __slots__ = ("_def", "_file", "span_id")
 
     def __init__(
         self,
@@ -114,10 +116,57 @@ class Node(Mapping):
         category: str = "",
         module: str = "",
     ) -> None:
-        self.kind, self.name, self.qualname, self.path = kind, name, qualname, path
-        self.lang, self.category, self.module = lang, category, module
-        self.start_line, self.end_line, self.test = start_line, end_line, test
+        self._def = Def(name, qualname, kind, start_line, end_line, "", test)
+        self._file = (path, lang, category, module)
         self.span_id: int | None = None
+
+    @classmethod
+    def of_def(cls, d: Def, file: tuple[str, str, str, str]) -> Node:
+        """The node of definition ``d`` of the file whose (path, lang, "", "") is ``file``
+        (a tuple its definitions share)."""
+        n = cls.__new__(cls)
+        n._def, n._file, n.span_id = d, file, None
+        return n
+
+    @property
+    def kind(self) -> str:
+        return self._def[2]
+
+    @property
+    def name(self) -> str:
+        return self._def[0]
+
+    @property
+    def qualname(self) -> str:
+        return self._def[1]
+
+    @property
+    def start_line(self) -> int:
+        return self._def[3]
+
+    @property
+    def end_line(self) -> int:
+        return self._def[4]
+
+    @property
+    def test(self) -> bool:
+        return self._def[6]
+
+    @property
+    def path(self) -> str:
+        return self._file[0]
+
+    @property
+    def lang(self) -> str:
+        return self._file[1]
+
+    @property
+    def category(self) -> str:
+        return self._file[2]
+
+    @property
+    def module(self) -> str:
+        return self._file[3]
 
     def keys(self) -> list[str]:  # type: ignore[override]
         out = [k for k in _NODE_FIELDS if getattr(self, k) not in _EMPTY]

@@ -109,15 +109,14 @@ def _index_file(r: Lookup, path: str, f: FileFacts) -> None:
     )
     defs = r.defs[path] = {}
     impls = r.impls[path] = {}
+    where = (path, f.lang, "", "")  # its definitions' nodes share it
     for d in f.defs:
         if d.kind == "impl":
             impls.setdefault(d.qualname, d)
             continue
         defs[d.qualname] = d
         nid = node_id(path, d.qualname)
-        r.nodes[nid] = Node(
-            d.kind, d.name, path, f.lang, d.start_line, d.end_line, d.test, d.qualname
-        )
+        r.nodes[nid] = Node.of_def(d, where)
         if d.kind != SECTION:
             r.by_name[d.name].append(nid)
             r.by_qual[d.qualname].append(nid)
