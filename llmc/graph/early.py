@@ -22,11 +22,12 @@ worker, which the pool's shutdown waits for (the indexer holds its writer lock u
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import logging
 import os
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -98,8 +99,20 @@ class RecordsDiffer(Exception):
     """The committed store's files are not the records the update started from."""
 
 
-def _shape(records: Mapping[str, FileRecord]) -> dict[str, tuple]:
-    return {p: (r.lang, r.category, r.content_hash) for p, r in records.items()}
+def _shape(rows: Iterable[tuple[str, str | None, str | None, str]]) -> tuple[int, int]:
+    """What the graph reads of the files (path, lang, category, content hash) as (count,
+    order-free digest): compared without a second copy of every record (on 89k files the
+    store's records and two shapes of them were ~60 MB at the update's peak)."""
+    count = total = 0
+    for row in rows:
+        text = "\0".join("\1" if v is None else v for v in row).encode("utf-8", "surrogatepass")
+        total += int.from_bytes(hashlib.blake2b(text, digest_size=16).digest(), "big")
+        count += 1
+    return count, total & ((1 << 128) - 1)
+
+
+def _record_rows(records: Mapping[str, FileRecord]) -> Iterator[tuple]:
+    return ((p, r.lang, r.category, r.content_hash) for p, r in records.items())
 
 
 class PendingStore:
@@ -109,6 +122,7 @@ class PendingStore:
 
     def __init__(self, root: Path, records: dict[str, FileRecord], gate: Path, token: str):
         self.root, self.records = Path(root), records
+        self._shape = _shape(_record_rows(records))  # what the committed store must match
         self.gate, self.token = Path(gate), token
         self._store: Store | None = None
         self._failed: Exception | None = None
@@ -134,7 +148,8 @@ class PendingStore:
                 self._failed = Abandoned("the index run did not commit")
                 raise self._failed
             store = Store(db_path(self.root), readonly=True)
-            if _shape(store.files()) != _shape(self.records):
+            committed = store.conn.execute("SELECT path, lang, category, content_hash FROM files")
+            if _shape(committed) != self._shape:
                 store.close()
                 self._failed = RecordsDiffer("the store's files changed under the update")
                 raise self._failed

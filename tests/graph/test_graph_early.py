@@ -166,3 +166,32 @@ def test_an_index_run_whose_writes_fail_leaves_no_graph_and_no_waiting_worker(
     assert "the disk went away" in str(out.get("error"))
     assert not (root / ".llmc" / GRAPH_FILE).exists()
     assert not (root / ".llmc" / FACTS_FILE).exists()
+
+
+def test_the_pending_store_reads_the_committed_store_only_when_its_files_match(
+    tmp_path, filler
+):
+    """Past the gate, the committed store's files (path, language, category, content
+    hash, in any order) must be the records the update started from, else it updates
+    from the store (``RecordsDiffer``)."""
+    from llmc.graph.early import PendingStore, RecordsDiffer
+
+    root, f, changed, _ = _stored(tmp_path, filler)
+    f.store.make_durable()
+    records = f.store.files()
+    gate = CommitGate(root / ".llmc" / "graph.gate")
+    gate.open(True)
+    same = PendingStore(root, dict(reversed(list(records.items()))), gate.path, gate.token)
+    assert same.conn.execute("SELECT COUNT(*) FROM spans").fetchone()[0] > 0
+    same.close()
+    for change in ({"lang": "cobol"}, {"category": "neither"}, {"content_hash": "0" * 64}):
+        other = dict(records)
+        other[changed[0]] = dataclasses.replace(records[changed[0]], **change)
+        pending = PendingStore(root, other, gate.path, gate.token)
+        with pytest.raises(RecordsDiffer):
+            pending.conn  # noqa: B018 - reading it is the check
+        pending.close()
+    fewer = dict(records)
+    del fewer[changed[1]]
+    with pytest.raises(RecordsDiffer):
+        PendingStore(root, fewer, gate.path, gate.token).conn  # noqa: B018
