@@ -168,9 +168,7 @@ def test_an_index_run_whose_writes_fail_leaves_no_graph_and_no_waiting_worker(
     assert not (root / ".llmc" / FACTS_FILE).exists()
 
 
-def test_the_pending_store_reads_the_committed_store_only_when_its_files_match(
-    tmp_path, filler
-):
+def test_the_pending_store_reads_the_committed_store_only_when_its_files_match(tmp_path, filler):
     """Past the gate, the committed store's files (path, language, category, content
     hash, in any order) must be the records the update started from, else it updates
     from the store (``RecordsDiffer``)."""
