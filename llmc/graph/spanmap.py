@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from llmc.graph.model import FILE, UNRESOLVED, node_id
+from llmc.graph.output import EncodedMembers
 
 if TYPE_CHECKING:
     from llmc.graph.resolve import Resolver
@@ -140,19 +141,20 @@ def map_spans(
 
 def map_all_spans(
     store: Store, nodes: dict[str, dict[str, Any]], defs: Mapping[str, Iterable[str]]
-) -> dict[str, str] | None:
+) -> EncodedMembers | None:
     """``attach_spans`` and then ``span_nodes`` over every file (``defs``: each file's
     definitions' qualnames), reading the span rows of ``SQL_PATHS`` files at a time
     instead of all of them (213k rows, 120 MB, on nine large projects). The same spans
     in the same order as ``read_span_rows(store)`` gives: the files in the order of their
     first span id, each file's rows by id. None when the store cannot be queried so (the
-    caller reads every row)."""
+    caller reads every row). The map comes encoded, as the graph's header writes it
+    (:class:`~llmc.graph.output.EncodedMembers`): a cold build writes it and is done."""
     conn = store.conn  # (what a pending store raises here is the caller's)
     sql = (
         "SELECT id, path, kind, qualname, symbol, start_line, end_line, part FROM spans"
         " WHERE path IN ({}) ORDER BY id"
     )
-    out: dict[str, str] = {}
+    out = EncodedMembers()
     try:
         paths = [
             p for (p,) in conn.execute("SELECT path FROM spans GROUP BY path ORDER BY MIN(id)")
@@ -160,6 +162,7 @@ def map_all_spans(
         for start in range(0, len(paths), SQL_PATHS):
             chunk = paths[start : start + SQL_PATHS]
             rows: dict[str, list[tuple]] = {}
+            mapped: dict[str, str] = {}
             for sid, path, kind, qual, sym, first, last, part in conn.execute(
                 sql.format(",".join("?" * len(chunk))), chunk
             ):
@@ -169,7 +172,8 @@ def map_all_spans(
                 sub = {nid: nodes[nid] for nid in ids if nid in nodes}
                 one = {path: rows.pop(path, [])}
                 attach_spans(sub, one)
-                out.update(span_nodes(sub, one))
+                mapped.update(span_nodes(sub, one))
+            out.add(mapped)
     except sqlite3.Error as e:
         log.debug("span rows unreadable by file (%s); reading them all", e)
         return None

@@ -112,7 +112,9 @@ def test_spans_mapped_by_file_equal_mapping_them_all(tmp_path, filler):
             got = spanmap.map_all_spans(f.store, by_file, r.defs)
         finally:
             spanmap.SQL_PATHS = old
-        assert list(got.items()) == list(want.items())  # the header's order too
+        decoded = orjson.loads(b"".join(got.chunks()))
+        assert list(decoded.items()) == list(want.items())  # the header's order too
+        assert len(got) == len(want)
         assert by_file == every
     assert len(want) > 50
 
