@@ -180,6 +180,7 @@ def test_the_pending_store_reads_the_committed_store_only_when_its_files_match(t
     gate = CommitGate(root / ".llmc" / "graph.gate")
     gate.open(True)
     same = PendingStore(root, dict(reversed(list(records.items()))), gate.path, gate.token)
+    assert same.files() == records  # kept encoded, read back whole
     assert same.conn.execute("SELECT COUNT(*) FROM spans").fetchone()[0] > 0
     same.close()
     for change in ({"lang": "cobol"}, {"category": "neither"}, {"content_hash": "0" * 64}):
