@@ -309,7 +309,7 @@ def _update(
             # no state kept: each file's spans are read, mapped and let go in turn
             mapped = spanmap.map_all_spans(store, nodes, resolver.defs)
         if mapped is not None:
-            span_nodes = mapped
+            span_nodes, mapped = mapped, None  # (let go of with the graph, once written)
             resolver.defs = {}  # (not kept: read by the merge and the span map only)
         else:
             if spans_by_path is None:

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from llmc.graph.rules.base import ImportRef, LangRules
 
 BINDINGS_KEPT = 512  # files whose bindings by scope are kept (Lookup._index_bindings)
+NAMES_KEPT = 512  # files whose imported names are kept (Lookup._index_names)
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*\Z")
 _LITERAL = re.compile(r"""^(?:[rbfuRBFU]{0,2}["'`]|[\[{]|-?\d)""")
 
@@ -156,7 +157,25 @@ class Lookup:
 
     def names_of(self, path: str) -> dict[str, list[ImportRef]]:
         self.memo.reads.add(("iface", path))
-        return self.names.get(path, {})
+        names = self.names.get(path)
+        if names is None:
+            names = self._index_names(path)
+        return names
+
+    def _index_names(self, path: str) -> dict[str, list[ImportRef]]:
+        """The names a file's imports bind, made from its facts when first asked for and
+        kept for the last ``NAMES_KEPT`` files asked about, like bindings: every file's
+        (~0.37M refs on nine large projects, ~90 MB on 89k files) is more than a file's
+        resolution reads. A patch drops a changed file's (:mod:`llmc.graph.patch`)."""
+        f = self.facts.get(path)
+        if f is None:
+            return {}
+        names = self.rules_of(path).import_names(path, f)
+        kept = self.names
+        if len(kept) >= NAMES_KEPT:
+            del kept[next(iter(kept))]
+        kept[path] = names
+        return names
 
     def wild_of(self, path: str) -> list[Import]:
         self.memo.reads.add(("iface", path))

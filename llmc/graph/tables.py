@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from llmc.graph.model import DEFINES, FILE, SECTION, FileFacts, Node, node_id
-from llmc.graph.rules.base import ImportRef
 
 if TYPE_CHECKING:
     from llmc.graph.lookup import Lookup
@@ -140,29 +139,15 @@ def _index_file(r: Lookup, path: str, f: FileFacts) -> None:
 
 
 def _index_imports(r: Lookup, path: str, f: FileFacts) -> None:
-    names: dict[str, list[ImportRef]] = defaultdict(list)
-    rules = r.rules_of(path)
+    """The file's re-exports and wildcard imports. The names its imports bind are made
+    when a lookup first asks for them (``Lookup.names_of``)."""
+    wild: list = []
+    r.rules_of(path).import_names(path, f, wild)
+    if wild:
+        r.wild[path].extend(wild)
     for imp in f.imports:
         if imp.kind == "reexport":
             r.reexports[path].append(imp)
-        elif rules.bind_import(path, imp, names):
-            pass
-        elif imp.kind == "mod":
-            names[imp.module].append(ImportRef("module", imp))
-        elif not imp.names:
-            if imp.alias:
-                names[imp.alias].append(ImportRef("module", imp))
-            elif top := rules.bare_import(imp):
-                names[top].append(ImportRef("top", imp))
-        else:
-            if imp.alias:  # JS `import * as ns` together with other names
-                names[imp.alias].append(ImportRef("module", imp))
-            for name, alias in imp.names:
-                if name == "*":
-                    r.wild[path].append(imp)
-                else:
-                    names[alias or name].append(ImportRef("name", imp, name))
-    r.names[path] = names
 
 
 def value(r: Lookup, key: tuple) -> Any:

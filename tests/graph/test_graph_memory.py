@@ -250,3 +250,29 @@ def test_a_doc_path_found_by_suffix_names_the_one_file_that_ends_so(tmp_path):
     mentions = {(s, d) for s, d, t, _ in edges if t == "mentions"}
     assert any(d == "pkg/core/engine.py" for _, d in mentions)
     assert not any(d.endswith("helpers.py") for _, d in mentions)
+
+
+def test_imported_names_kept_for_one_file_at_a_time_resolve_the_same(tmp_path, monkeypatch):
+    """Each file's imported names are made when first asked for and kept for the last
+    ``NAMES_KEPT`` files (like bindings): evicting them at every step changes nothing."""
+    import llmc.graph.lookup as lookup
+
+    root = _mixed(tmp_path)
+    for fixture in ("goshop", "javashop", "rskv"):  # Go's dot imports are wildcards
+        shutil.copytree(FIXTURES / fixture, root / fixture)
+    (root / "goshop/cmd/dot").mkdir(parents=True)
+    (root / "goshop/cmd/dot/main.go").write_text(
+        'package main\n\nimport . "example.com/shop/internal/store"\n\n'
+        "func main() { _ = NewCache() }\n"
+    )
+    facts = facts_of(root)
+    want = Resolver(facts, root).run()
+    calls = {(s, d): a for s, d, t, a in want[1] if t == "calls"}
+    dot = calls[("goshop/cmd/dot/main.go::main", "goshop/internal/store/cache.go::NewCache")]
+    assert dot["confidence"] == 1.0  # through the dot import, not by name
+    monkeypatch.setattr(lookup, "NAMES_KEPT", 1)
+    monkeypatch.setattr(lookup, "BINDINGS_KEPT", 1)
+    small = Resolver(facts, root)
+    assert len(small.names) <= 1
+    assert small.run() == want
+    assert len(small.names) <= 1

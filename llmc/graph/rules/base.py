@@ -3,6 +3,7 @@ language the resolver knows nothing special about."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -79,6 +80,40 @@ class LangRules:
     def bind_import(self, path: str, imp: Import, names: dict[str, list[ImportRef]]) -> bool:
         """Bind the names of an import the family's own way; False: the common way."""
         return False
+
+    def wild_import(self, imp: Import) -> bool:
+        """Whether an import that ``bind_import`` took is a wildcard one (Go's ``.``)."""
+        return False
+
+    def import_names(
+        self, path: str, f: FileFacts, wild: list[Import] | None = None
+    ) -> dict[str, list[ImportRef]]:
+        """The local names ``path``'s imports bind; with ``wild``, its wildcard imports
+        are appended there, in order (re-exports bind none: ``Lookup.reexports_of``)."""
+        names: dict[str, list[ImportRef]] = defaultdict(list)
+        for imp in f.imports:
+            if imp.kind == "reexport":
+                continue
+            if self.bind_import(path, imp, names):
+                if wild is not None and self.wild_import(imp):
+                    wild.append(imp)
+            elif imp.kind == "mod":
+                names[imp.module].append(ImportRef("module", imp))
+            elif not imp.names:
+                if imp.alias:
+                    names[imp.alias].append(ImportRef("module", imp))
+                elif top := self.bare_import(imp):
+                    names[top].append(ImportRef("top", imp))
+            else:
+                if imp.alias:  # JS `import * as ns` together with other names
+                    names[imp.alias].append(ImportRef("module", imp))
+                for name, alias in imp.names:
+                    if name == "*":
+                        if wild is not None:
+                            wild.append(imp)
+                    else:
+                        names[alias or name].append(ImportRef("name", imp, name))
+        return names
 
     def bare_import(self, imp: Import) -> str:
         """The name a plain ``import a.b`` without alias binds ("" : none)."""

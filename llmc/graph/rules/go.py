@@ -47,10 +47,11 @@ class GoRules(LangRules):
                 if r.rules.get(p) is self:
                     self.index_file(p, r.facts[p])
 
+    def wild_import(self, imp: Import) -> bool:
+        return imp.alias == "."
+
     def bind_import(self, path: str, imp: Import, names: dict[str, list[ImportRef]]) -> bool:
-        if imp.alias == ".":
-            self.r.wild[path].append(imp)
-        elif imp.alias != "_":
+        if imp.alias not in (".", "_"):
             d = self.r.mods.resolve_go(imp.module)
             local = imp.alias or (
                 self.r.mods.go_package_name(d) if d else _default_name(imp.module)
