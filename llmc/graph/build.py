@@ -19,6 +19,7 @@ so a crash between any two writes is repaired by the next run.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import logging
 import os
@@ -26,18 +27,14 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llmc.graph import cache as facts_cache
 from llmc.graph import spanmap, warm
 from llmc.graph.atomic import write_atomic
-from llmc.graph.codec import decode_facts_lazy, encode_facts
-from llmc.graph.extract import extract_file
-from llmc.graph.facts import with_span_defs
+from llmc.graph.gather import facts_as_json, gather_facts
 from llmc.graph.incremental import PHASES
-from llmc.graph.langs import is_doc, spec_for
 from llmc.graph.model import (
     CALLS,
     DEFINES,
@@ -68,7 +65,6 @@ from llmc.graph.output import (
 from llmc.graph.parts import PartSpill, part_bounds, spill_paths
 from llmc.graph.resolve import Resolver
 from llmc.graph.tables import module_signature
-from llmc.safe_read import read_inside
 
 if TYPE_CHECKING:
     from llmc.config import GraphConfig
@@ -79,8 +75,6 @@ log = logging.getLogger(__name__)
 # Bump when resolution changes what it produces from the same facts: a no-op update then
 # resolves again instead of reusing the previous graph.
 RESOLVER_VERSION = 2
-_FAILURES = ("unreadable", "binary", "extract", "doc:")  # errors that lose a file's facts
-_BOM = b"\xef\xbb\xbf"  # the indexer reads text without it (``walk.read_text``)
 # The order edge types first appear in one merged table (the tables' defines, then the
 # phases' types, tests before mentions): ``Counter.most_common``'s order among ties.
 TYPES_FIRST_SEEN = (DEFINES, IMPORTS, INHERITS, CALLS, TESTS, MENTIONS)
@@ -222,6 +216,30 @@ def _update(
             for p, r in records.items()
         )
     )
+    stats = _written_for(header, graph_file, generation) if unchanged else None
+    if stats is not None:
+        # Written for this very store (a no-op run): nothing to read or write. Reading
+        # the graph back to write it again held it whole (~8 GB at 100k files).
+        stats = dataclasses.replace(
+            stats,
+            files=len(records),
+            files_extracted=0,
+            files_cached=len(records),
+            files_failed=0,
+            files_resolved=0,
+            rebuilt=False,
+            seconds=round(time.perf_counter() - started, 4),
+        )
+        if kept is not None:  # as it was taken
+            warm.keep(
+                llmc_dir,
+                (graph_file, facts_file, facts_cache.journal(facts_file)),
+                kept.header, kept.cache, kept.resolver, kept.output, kept.span_nodes,
+            )  # fmt: skip
+        if on_written is not None:
+            on_written(stats)
+        log.debug("graph: up to date with generation %d; not rewritten", generation)
+        return stats
     if not unchanged:
         previous = None
     elif previous is None:
@@ -244,7 +262,7 @@ def _update(
         spans_by_path = spanmap.read_span_rows(store)
     else:
         facts_cache.load_facts(cache)
-        got = _gather_facts(repo_root, store, records, changed_set, cached_files, given, cfg)
+        got = gather_facts(repo_root, store, records, changed_set, cached_files, given, cfg)
         if not warm.enabled():  # (their paths are the facts'; a kept state's pieces ask)
             records = dict.fromkeys(records, None)  # type: ignore[assignment]
         facts, spans_by_path = got.facts, got.spans_by_path
@@ -260,7 +278,7 @@ def _update(
             keep = warm.enabled()
             if not keep:  # the resolver holds the facts alone, and lets go of them once used
                 del facts, mods
-                _facts_as_json(got.entries)
+                facts_as_json(got.entries)
                 facts_cache.remove_stale_spills(llmc_dir)
                 spill = facts_cache.ResultSpill(facts_file)  # the results, for the cache
                 bounds = part_bounds(resolver.facts)  # theirs, to merge part by part
@@ -416,86 +434,22 @@ def _update(
     return stats
 
 
-@dataclass
-class _Gathered:
-    """Every indexed file's facts for one update, and how each came."""
-
-    facts: dict[str, FileFacts] = field(default_factory=dict)
-    entries: dict[str, Any] = field(default_factory=dict)  # the next facts cache's files
-    reextracted: set[str] = field(default_factory=set)  # from the workers or from disk
-    extracted: int = 0
-    reused: int = 0
-    failed: int = 0
-    spans_by_path: dict[str, list[tuple]] | None = None  # read when a file is extracted
-
-
-def _gather_facts(
-    repo_root: Path,
-    store: Store,
-    records: Mapping[str, Any],
-    changed: set[str],
-    cached_files: dict[str, Any],
-    given: Mapping[str, bytes],
-    cfg: GraphConfig,
-) -> _Gathered:
-    """Each file's facts: the cached ones while the store's content hash matches (and the
-    file is not ``changed``), else the chunk workers' (``given``, checked), else extracted
-    here from disk."""
-    out = _Gathered()
-    # A kept state (the daemon) keeps each file's JSON for its next cache write, and
-    # decodes calls and mentions from it; a one-shot run reads them again from ``given``
-    # (the indexer's spool file) when the file is resolved and when the cache is written.
-    keep_raw = warm.enabled()
-    for path in sorted(records):
-        rec = records[path]
-        entry = cached_files.get(path)
-        if (
-            path not in changed
-            and entry is not None
-            and rec.content_hash
-            and entry.get("hash") == rec.content_hash
-        ):
-            cached = entry.get("facts")
-            if isinstance(cached, FileFacts):
-                out.facts[path] = cached
-                out.entries[path] = entry
-                out.reused += 1
-                continue
-            log.debug("%s: cached graph facts unreadable; re-extracting", path)
-        raw = given.get(path)
-        f = None
-        if raw is not None:
-            f = decode_facts_lazy(raw, path, raw if keep_raw else given)
-        if f is None:
-            if raw is not None:
-                log.debug("%s: graph facts from the chunk worker unreadable", path)
-            raw = None
-            if out.spans_by_path is None:
-                out.spans_by_path = spanmap.read_span_rows(store)
-            f = _extract_one(
-                repo_root, path, rec.lang, rec.category, cfg, out.spans_by_path.get(path)
-            )
-        out.reextracted.add(path)
-        out.extracted += 1
-        if f.error.startswith(_FAILURES):
-            out.failed += 1
-        out.facts[path] = f
-        if raw is None or keep_raw:
-            out.entries[path] = {"hash": rec.content_hash, "facts": f, "raw": raw}
-        else:  # read again from ``given`` when the cache is written
-            out.entries[path] = {"hash": rec.content_hash, "facts": f, "raw": None, "src": given}
-        del raw
-    return out
-
-
-def _facts_as_json(entries: dict[str, Any]) -> None:
-    """Let the next facts cache's entries hold each file's facts as JSON only (kept,
-    encoded now, or read again from the spool they were given in: ``"src"``), not as
-    records, so that the records go with the resolver's tables."""
-    for e in entries.values():
-        if not e.get("raw") and e.get("src") is None:
-            e["raw"] = encode_facts(e["facts"])
-        e["facts"] = None
+def _written_for(header: dict[str, Any], graph_file: Path, generation: int) -> GraphStats | None:
+    """The stats ``graph_file`` (its header read) was written with, when it was written
+    for ``generation`` and ends as written; else None. The store's generation moves
+    before any write and the graph is written after its store's commit: the same
+    generation is the same spans."""
+    try:
+        if int(header.get("generation") or 0) != generation or generation <= 0:
+            return None
+        stats = GraphStats.from_json(header["stats"])
+        if not all(type(v) is int for v in (stats.nodes, stats.edges, stats.generation)):
+            return None
+        with open(graph_file, "rb") as fh:
+            fh.seek(-2, os.SEEK_END)
+            return stats if fh.read(2) == b"]}" else None
+    except (OSError, LookupError, TypeError, ValueError):
+        return None
 
 
 def _previous_resolver(
@@ -538,36 +492,6 @@ def _previous_resolver(
     r.results = dict(state.files)
     r.encoded.update(encoded)  # written again as read, unless resolved again (kept state)
     return r, False, mods
-
-
-def _extract_one(
-    repo_root: Path,
-    path: str,
-    lang: str | None,
-    category: str | None,
-    cfg: GraphConfig,
-    spans: list[tuple] | None,
-) -> FileFacts:
-    cat = "doc" if is_doc(path, lang, category) and spec_for(path, None) is None else "code"
-    try:
-        # Never through a symlink out of the repository (llmc.safe_read), like the indexer.
-        raw = read_inside(repo_root, path, cfg.max_file_size)
-        if len(raw) > cfg.max_file_size:
-            f = FileFacts(
-                path, lang or "", cat, error=f"too large (over {cfg.max_file_size} bytes)"
-            )
-        else:
-            if b"\x00" in raw[:8192]:
-                f = FileFacts(path, lang or "", cat, error="binary")
-            else:
-                if raw.startswith(_BOM):
-                    raw = raw[len(_BOM) :]
-                f = extract_file(path, raw.decode("utf-8", "replace"), lang, category)
-    except OSError as e:
-        f = FileFacts(path, lang or "", cat, error=f"unreadable: {e.strerror or e}")
-    if f.error:
-        log.debug("%s: %s", path, f.error)
-    return with_span_defs(f, spans)
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from graph_helpers import (
 )
 
 import llmc.graph.build as build
+import llmc.graph.gather as gather
 from llmc.config import GraphConfig
 from llmc.graph import load_graph, update_graph
 from llmc.graph.model import FACTS_FILE, GRAPH_FILE, SCHEMA, SCHEMA_VERSION
@@ -77,8 +78,8 @@ def test_incremental_update_reparses_only_changed_files(tmp_path, filler, monkey
     root = copy_project(tmp_path, "pyshop")
     f, first = _index(root, filler)
     parsed: list[str] = []
-    real = build.extract_file
-    monkeypatch.setattr(build, "extract_file", lambda p, *a: parsed.append(p) or real(p, *a))
+    real = gather.extract_file
+    monkeypatch.setattr(gather, "extract_file", lambda p, *a: parsed.append(p) or real(p, *a))
 
     # rename util.note: its callers in unchanged files must see the change
     util = root / "shop" / "util.py"
@@ -108,6 +109,35 @@ def test_incremental_update_reparses_only_changed_files(tmp_path, filler, monkey
     assert parsed == [] and gone.files == stats.files - 1
     graph = load_graph(root)
     assert "shop/events.py" not in graph and "shop/events.py::Bus" not in graph
+
+
+def test_an_update_for_the_generation_the_graph_was_written_for_reads_and_writes_nothing(
+    tmp_path, filler, monkeypatch
+):
+    """A no-op run (the store's generation unchanged) leaves ``rag_graph.json`` as it is,
+    without reading it back; one that ends short of how it is written is written again."""
+    import llmc.graph.build as build_module
+
+    root = copy_project(tmp_path, "pyshop")
+    f, first = _index(root, filler)
+    graph_file = root / ".llmc" / GRAPH_FILE
+    before = graph_file.stat()
+    reads: list[object] = []
+    real_read = build_module.read_json
+    monkeypatch.setattr(build_module, "read_json", lambda p: reads.append(p) or real_read(p))
+    same = update_graph(root, f.store, [], [], f.store.generation)
+    after = graph_file.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert reads == [] and not same.rebuilt and same.files_extracted == 0
+    assert (same.nodes, same.edges, same.files) == (first.nodes, first.edges, first.files)
+    assert same.files_cached == first.files
+    assert load_graph(root).generation == f.store.generation
+
+    graph_file.write_bytes(graph_file.read_bytes()[:-1])  # cut short
+    again = update_graph(root, f.store, [], [], f.store.generation)
+    assert (again.nodes, again.edges) == (first.nodes, first.edges)
+    assert graph_file.read_bytes().endswith(b"]}") and len(reads) == 1
+    assert load_graph(root).node("shop/service.py::OrderService.place") is not None
 
 
 def test_missing_or_corrupt_files_are_rebuilt(tmp_path, filler):
@@ -531,8 +561,8 @@ def test_worker_facts_mean_no_file_is_read_again(tmp_path, filler, monkeypatch):
     changed = f.put()
     given = _worker_facts(root, changed)
     parsed: list[str] = []
-    real = build.extract_file
-    monkeypatch.setattr(build, "extract_file", lambda p, *a: parsed.append(p) or real(p, *a))
+    real = gather.extract_file
+    monkeypatch.setattr(gather, "extract_file", lambda p, *a: parsed.append(p) or real(p, *a))
     update_graph(root, f.store, changed, [], f.bump(), facts=given)
     assert parsed == []
     # facts that do not decode are no loss: that file is read and parsed instead
@@ -559,8 +589,8 @@ def test_an_index_run_builds_the_graph_from_its_chunk_workers(tmp_path, monkeypa
     monkeypatch.setattr(chunk_pool.ChunkPool, "__init__", _two_workers)
     monkeypatch.setattr(indexer_module, "GRAPH_BESIDE_MIN_FILES", 1)
     parsed: list[str] = []
-    real = build.extract_file
-    monkeypatch.setattr(build, "extract_file", lambda p, *a: parsed.append(p) or real(p, *a))
+    real = gather.extract_file
+    monkeypatch.setattr(gather, "extract_file", lambda p, *a: parsed.append(p) or real(p, *a))
     here: list[int] = []  # updates run in this process
     real_update = build.update_graph
     monkeypatch.setattr(
@@ -603,8 +633,8 @@ def test_a_small_edit_updates_the_graph_here_with_the_workers_facts(tmp_path, mo
     Indexer(root, load_config(root)).run(vectors=False)
     monkeypatch.setattr(indexer_module, "GRAPH_BESIDE_MIN_FILES", 3)
     parsed: list[str] = []
-    real = build.extract_file
-    monkeypatch.setattr(build, "extract_file", lambda p, *a: parsed.append(p) or real(p, *a))
+    real = gather.extract_file
+    monkeypatch.setattr(gather, "extract_file", lambda p, *a: parsed.append(p) or real(p, *a))
     here: list[int] = []
     real_update = build.update_graph
     monkeypatch.setattr(

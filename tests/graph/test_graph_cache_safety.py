@@ -350,7 +350,7 @@ def test_the_graph_never_reads_through_a_symlink_out_of_the_repo(tmp_path):
     import os
 
     from llmc.config import GraphConfig
-    from llmc.graph.build import _extract_one
+    from llmc.graph.gather import extract_one as _extract_one
 
     outside = tmp_path / "outside"
     outside.mkdir()
