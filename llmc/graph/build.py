@@ -295,6 +295,27 @@ def _update(
             finally:
                 if events is not None:
                     events.remove()
+        elif resolver.cached_results is not None:  # one-shot: merged as a cold build's
+            reuse = resolver.reuse_from(facts, resolver.cached_results)
+            del facts, mods
+            facts_as_json(got.entries)
+            facts_cache.remove_stale_spills(llmc_dir)
+            spill = facts_cache.ResultSpill(facts_file)
+            events = PartSpill(llmc_dir, len(PHASES), part_bounds(resolver.facts))
+            events.keep_seeds(resolver.table.edges)
+            try:
+                nodes, edges, counts = resolver.run(
+                    keep_memo=False,
+                    as_list=False,
+                    keep_tables=False,
+                    spill=spill.add,
+                    events=events,
+                    reuse=reuse,
+                    spill_raw=spill.add_raw,
+                )
+            finally:
+                events.remove()
+                resolver.cached_results = None
         else:
             nodes, counts = resolver.update(facts, keep_edges, keep_memo=warm.enabled())
             if keep_edges and kept is not None and kept.output is not None:
@@ -473,9 +494,12 @@ def _previous_resolver(
             r.mods.facts = r.facts  # the same layout: its memoised imports hold
             return r, True, r.mods
         return None, False, mods
-    # (a one-shot run encodes each result again when it writes the cache, rather than
-    # hold every file's JSON from the start: ~150 MB on nine large projects)
-    loaded = facts_cache.load_state(cache, keep_raw=warm.enabled()) if cache is not None else None
+    # A one-shot run reads each file's previous result when its run reaches the file
+    # (Resolver.reuse_from), rather than hold them all (~6 GB of records at 100k files);
+    # a kept state decodes them all now, to keep, with their JSON for its next write.
+    if cache is None:
+        return None, False, mods
+    loaded = facts_cache.load_state(cache) if warm.enabled() else facts_cache.state_lines(cache)
     if loaded is None:
         return None, False, mods
     state, encoded = loaded
@@ -489,8 +513,11 @@ def _previous_resolver(
     if not r.reusable(state, cfg.name_fallback):
         r.release()
         return None, False, mods
-    r.results = dict(state.files)
-    r.encoded.update(encoded)  # written again as read, unless resolved again (kept state)
+    if warm.enabled():
+        r.results = dict(state.files)
+        r.encoded.update(encoded)  # written again as read, unless resolved again
+    else:
+        r.cached_results = encoded  # each file's result as JSON, read when reached
     return r, False, mods
 
 

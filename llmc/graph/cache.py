@@ -140,12 +140,12 @@ def load_facts(cache: dict[str, Any]) -> None:
     if body is None:
         return
     facts: dict[str, tuple[Any, bytes | None]] = {}
-    results: dict[str, tuple[Any, bytes | None]] = {}
-    for line in _lines(*body):
-        if line.startswith(b'["r",'):  # decoded by load_state, one at a time
-            path, raw = _result_line(line)
+    results = ResultLines(body[0])
+    for at, line in _lines(*body):
+        if line.startswith(b'["r",'):  # read again and decoded by load_state, one at a time
+            path, start = _result_at(line)
             if path is not None:
-                results[path] = (None, raw)
+                results.at(path, at + start, len(line) - 1 - start)
                 continue
         try:
             rec = orjson.loads(line)
@@ -154,12 +154,14 @@ def load_facts(cache: dict[str, Any]) -> None:
         if type(rec) is not list or len(rec) != 3 or type(rec[1]) is not str:
             continue
         kind, path, value = rec
-        into = facts if kind == "f" else results if kind == "r" else None
-        if into is None:
+        if kind == "r":
+            results.given(path, orjson.dumps(value))
             continue
-        prefix = b'["' + kind.encode() + b'",' + orjson.dumps(path) + b","
+        if kind != "f":
+            continue
+        prefix = b'["f",' + orjson.dumps(path) + b","
         raw = line[len(prefix) : -1] if line.startswith(prefix) and line[-1:] == b"]" else None
-        into[path] = (value, raw)
+        facts[path] = (value, raw)
     del body
     for path, value in (cache.pop("facts_delta", None) or {}).items():
         facts[path] = (value, None)
@@ -169,14 +171,54 @@ def load_facts(cache: dict[str, Any]) -> None:
         entry["facts"] = facts_from_data(value, path, raw) if value is not None else None
         entry["raw"] = raw if entry["facts"] is not None else None
     for path, value in (cache.pop("results_delta", None) or {}).items():
-        results[path] = (value, None)
+        results.given(path, orjson.dumps(value))
     cache["results"] = results
 
 
-def _lines(path: Path, offset: int, stamp: tuple[int, int, int]) -> Iterator[bytes]:
-    """The non-empty lines of the cache after its header, read one at a time (on nine
-    large projects the cache is 260 MB); none when the file is no longer the one whose
-    header was read."""
+class ResultLines(Mapping[str, bytes]):
+    """Each file's previous result as JSON, by path, read from the facts cache when asked
+    (the file opened once: a cache replaced meanwhile is still this one), or as given (a
+    journal's delta, a line whose path needed decoding). Not held in memory: ~0.7 GB of
+    result lines at 100k files, which a one-shot update reads once each."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._where: dict[str, tuple[int, int] | bytes] = {}
+        self._fd: int | None = None
+
+    def at(self, path: str, offset: int, length: int) -> None:
+        self._where[path] = (offset, length)
+
+    def given(self, path: str, raw: bytes) -> None:
+        self._where[path] = raw
+
+    def __getitem__(self, path: str) -> bytes:
+        where = self._where[path]
+        if isinstance(where, bytes):
+            return where
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        return os.pread(self._fd, where[1], where[0])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _lines(path: Path, offset: int, stamp: tuple[int, int, int]) -> Iterator[tuple[int, bytes]]:
+    """(offset, line) of each non-empty line of the cache after its header, read one at
+    a time (on nine large projects the cache is 260 MB); none when the file is no longer
+    the one whose header was read."""
     try:
         with open(path, "rb") as fh:
             st = os.fstat(fh.fileno())
@@ -184,29 +226,31 @@ def _lines(path: Path, offset: int, stamp: tuple[int, int, int]) -> Iterator[byt
                 log.debug("graph facts cache replaced since its header was read")
                 return
             fh.seek(offset)
+            at = offset
             for line in fh:
+                start, at = at, at + len(line)
                 line = line.rstrip(b"\n")
                 if line:
-                    yield line
+                    yield start, line
     except OSError as e:
         log.debug("graph facts cache unreadable (%s); re-extracting everything", e)
 
 
-def _result_line(line: bytes) -> tuple[str | None, bytes]:
-    """(path, the result's JSON) of a line ``["r", path, result]``, the result left
-    undecoded; (None, b"") unless the path reads back as it is written (the line is then
-    decoded whole)."""
+def _result_at(line: bytes) -> tuple[str | None, int]:
+    """(path, where the result's JSON starts in the line) of a line ``["r", path,
+    result]``, the result left undecoded; (None, 0) unless the path reads back as it is
+    written (the line is then decoded whole)."""
     end = line.find(b'",', 6)
     if end < 0 or line[-1:] != b"]":
-        return None, b""
+        return None, 0
     quoted = line[5 : end + 1]
     try:
         path = orjson.loads(quoted)
     except ValueError:
-        return None, b""
+        return None, 0
     if type(path) is not str or orjson.dumps(path) != quoted:
-        return None, b""
-    return path, line[end + 2 : -1]
+        return None, 0
+    return path, end + 2
 
 
 def load_state(
@@ -223,13 +267,12 @@ def load_state(
         return None
     files: dict[str, FileResult] = {}
     raws: dict[str, bytes] = {}
-    for path in list(lines):  # in order (the merge's), each line let go once decoded
-        value, raw = lines.pop(path)
-        if value is None and raw:  # left undecoded by load_facts
-            try:
-                value = orjson.loads(raw)
-            except ValueError:
-                value = None
+    for path in lines:  # in order (the merge's), each line read and decoded in turn
+        raw = lines[path]
+        try:
+            value = orjson.loads(raw)
+        except ValueError:
+            value = None
         res = result_from_data(value)
         value = None
         if res is None:
@@ -239,6 +282,20 @@ def load_state(
         if raw is not None and keep_raw:
             raws[path] = raw
     return ResolutionState(version, name_fallback, signature, files), raws
+
+
+def state_lines(cache: dict[str, Any]) -> tuple[ResolutionState, Mapping[str, bytes]] | None:
+    """:func:`load_state` without decoding: what the previous run's results were resolved
+    under, its ``files`` each file's result as JSON, read when asked (a one-shot update
+    decodes each once, as its run reaches the file: ``Resolver.reuse_from``)."""
+    state, lines = cache.pop("state", None), cache.pop("results", None)
+    if type(state) is not dict or not lines:
+        return None
+    version, name_fallback = state.get("version"), state.get("name_fallback")
+    signature = signature_from_data(state.get("signature"))
+    if version != STATE_VERSION or type(name_fallback) is not bool or signature is None:
+        return None
+    return ResolutionState(version, name_fallback, signature, lines), lines  # type: ignore[arg-type]
 
 
 # A cold build's spill files, named by its process: its result lines until the cache is
@@ -293,6 +350,10 @@ class ResultSpill:
 
     def add(self, path: str, res: FileResult) -> None:
         self._fh.write(_line(b"r", path, encode_result(res)))
+
+    def add_raw(self, path: str, raw: bytes) -> None:
+        """A result reused as it was read (its JSON, checked when decoded)."""
+        self._fh.write(_line(b"r", path, raw))
 
     def lines(self) -> Iterator[bytes]:
         self._fh.close()
@@ -416,6 +477,7 @@ __all__ = [
     "load",
     "load_facts",
     "load_state",
+    "state_lines",
     "remove_legacy",
     "write",
 ]

@@ -320,13 +320,15 @@ def test_a_cache_that_passes_the_checks_but_trips_resolution_is_dropped(
     root = copy_project(tmp_path, "pyshop")
     f = filler(root)
     update_graph(root, f.store, f.put(), [], f.bump())
-    real = Resolver.update
+    real = Resolver.update, Resolver.reuse_from
 
-    def trips(self, *a, **k):
-        monkeypatch.setattr(Resolver, "update", real)
+    def trips(self, *a, **k):  # a kept resolver patches by update, a one-shot by reuse_from
+        monkeypatch.setattr(Resolver, "update", real[0])
+        monkeypatch.setattr(Resolver, "reuse_from", real[1])
         raise KeyError("a forged entry")
 
     monkeypatch.setattr(Resolver, "update", trips)
+    monkeypatch.setattr(Resolver, "reuse_from", trips)
     util = root / "shop" / "util.py"
     touch_later(util, util.read_text() + "\n\ndef added(x):\n    return round2(x)\n")
     stats = update_graph(root, f.store, f.put(["shop/util.py"]), [], f.bump())
