@@ -261,7 +261,7 @@ def _update(
         reused = len(records)
         spans_by_path = spanmap.read_span_rows(store)
     else:
-        facts_cache.load_facts(cache)
+        facts_cache.load_facts(cache, keep_raw=warm.enabled())
         got = gather_facts(repo_root, store, records, changed_set, cached_files, given, cfg)
         if not warm.enabled():  # (their paths are the facts'; a kept state's pieces ask)
             records = dict.fromkeys(records, None)  # type: ignore[assignment]

@@ -30,6 +30,7 @@ import orjson
 
 from llmc.graph.atomic import write_atomic
 from llmc.graph.codec import (
+    decode_facts_lazy,
     encode_facts,
     encode_result,
     facts_from_data,
@@ -131,22 +132,43 @@ def _replay_journal(data: dict[str, Any], path: Path) -> None:
     data["facts_delta"], data["results_delta"] = facts, results
 
 
-def load_facts(cache: dict[str, Any]) -> None:
+def load_facts(cache: dict[str, Any], keep_raw: bool = True) -> None:
     """Decode the facts into the cache's entries (``"facts"``: a FileFacts, or None when
-    its line is missing or malformed; ``"raw"``: that line's facts JSON, to write again
-    as is), only when something must be resolved: a no-op update compares hashes and never
-    pays for building ~100k small records. Keeps the result lines for :func:`load_state`."""
+    its line is missing or malformed), only when something must be resolved: a no-op
+    update compares hashes and never pays for building ~100k small records. A file's
+    calls, mentions and bindings stay in its line until read (``LazyFacts``): with
+    ``keep_raw`` (a kept state) in the line's bytes, kept (``"raw"``, written again as
+    is), else read again from the cache file by offset (``"src"``: on 89k files their
+    bytes are ~0.6 GB). Keeps where the result lines are for :func:`load_state`."""
     body = cache.pop("body", None)
     if body is None:
         return
-    facts: dict[str, tuple[Any, bytes | None]] = {}
-    results = ResultLines(body[0])
-    for at, line in _lines(*body):
-        if line.startswith(b'["r",'):  # read again and decoded by load_state, one at a time
-            path, start = _result_at(line)
-            if path is not None:
+    files: dict[str, Any] = cache.get("files", {})
+    for entry in files.values():
+        entry["facts"] = entry["raw"] = None
+    results, facts_src = CacheLines(), CacheLines()
+    for at, line, fd in _lines(*body):
+        results.use(fd)
+        facts_src.use(fd)
+        kind = line[:5]
+        if kind in (b'["r",', b'["f",'):  # the JSON after the path: left undecoded here
+            path, start = _value_at(line)
+            if path is not None and kind == b'["r",':
                 results.at(path, at + start, len(line) - 1 - start)
                 continue
+            entry = files.get(path) if path is not None else None
+            if entry is not None:
+                raw = line[start:-1]
+                if keep_raw:
+                    entry["facts"] = decode_facts_lazy(raw, path, raw)
+                    entry["raw"] = raw if entry["facts"] is not None else None
+                else:
+                    facts_src.at(path, at + start, len(raw))
+                    entry["facts"] = decode_facts_lazy(raw, path, facts_src)
+                    entry["src"] = facts_src if entry["facts"] is not None else None
+                continue
+            if path is not None:
+                continue  # facts of a file no longer indexed
         try:
             rec = orjson.loads(line)
         except ValueError:
@@ -156,35 +178,39 @@ def load_facts(cache: dict[str, Any]) -> None:
         kind, path, value = rec
         if kind == "r":
             results.given(path, orjson.dumps(value))
-            continue
-        if kind != "f":
-            continue
-        prefix = b'["f",' + orjson.dumps(path) + b","
-        raw = line[len(prefix) : -1] if line.startswith(prefix) and line[-1:] == b"]" else None
-        facts[path] = (value, raw)
+        elif kind == "f" and path in files:
+            _given_facts(files[path], path, value)
     del body
     for path, value in (cache.pop("facts_delta", None) or {}).items():
-        facts[path] = (value, None)
-    for path, entry in cache.get("files", {}).items():
-        value, raw = facts.get(path, (None, None))
-        # calls and mentions stay in the line's bytes until the file is resolved
-        entry["facts"] = facts_from_data(value, path, raw) if value is not None else None
-        entry["raw"] = raw if entry["facts"] is not None else None
+        if path in files:
+            _given_facts(files[path], path, value)
     for path, value in (cache.pop("results_delta", None) or {}).items():
         results.given(path, orjson.dumps(value))
     cache["results"] = results
 
 
-class ResultLines(Mapping[str, bytes]):
-    """Each file's previous result as JSON, by path, read from the facts cache when asked
-    (the file opened once: a cache replaced meanwhile is still this one), or as given (a
-    journal's delta, a line whose path needed decoding). Not held in memory: ~0.7 GB of
-    result lines at 100k files, which a one-shot update reads once each."""
+def _given_facts(entry: dict[str, Any], path: str, value: Any) -> None:
+    """An entry's facts from decoded JSON (a journal's delta, a line read whole)."""
+    entry["facts"] = facts_from_data(value, path)
+    entry["raw"] = None  # (encoded again when the cache is written)
+    entry.pop("src", None)
 
-    def __init__(self, path: Path):
-        self.path = Path(path)
+
+class CacheLines(Mapping[str, bytes]):
+    """JSON values of the facts cache's lines (each file's facts, or result), by path,
+    read from the cache file by offset when asked (the file as it was opened: a cache
+    replaced meanwhile is still this one), or as given (a journal's delta, a line whose
+    path needed decoding). Not held in memory: ~0.7 GB of result lines and ~0.6 GB of
+    facts at 100k files, which a one-shot update reads once or twice each."""
+
+    def __init__(self) -> None:
         self._where: dict[str, tuple[int, int] | bytes] = {}
         self._fd: int | None = None
+
+    def use(self, fd: int) -> None:
+        """Read from ``fd`` (a duplicate of it, kept until :meth:`close`)."""
+        if self._fd is None:
+            self._fd = os.dup(fd)
 
     def at(self, path: str, offset: int, length: int) -> None:
         self._where[path] = (offset, length)
@@ -197,7 +223,7 @@ class ResultLines(Mapping[str, bytes]):
         if isinstance(where, bytes):
             return where
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDONLY)
+            raise KeyError(path)
         return os.pread(self._fd, where[1], where[0])
 
     def __iter__(self) -> Iterator[str]:
@@ -215,10 +241,12 @@ class ResultLines(Mapping[str, bytes]):
         self.close()
 
 
-def _lines(path: Path, offset: int, stamp: tuple[int, int, int]) -> Iterator[tuple[int, bytes]]:
-    """(offset, line) of each non-empty line of the cache after its header, read one at
-    a time (on nine large projects the cache is 260 MB); none when the file is no longer
-    the one whose header was read."""
+def _lines(
+    path: Path, offset: int, stamp: tuple[int, int, int]
+) -> Iterator[tuple[int, bytes, int]]:
+    """(offset, line, the file's descriptor) of each non-empty line of the cache after its
+    header, read one at a time (on nine large projects the cache is 260 MB); none when
+    the file is no longer the one whose header was read."""
     try:
         with open(path, "rb") as fh:
             st = os.fstat(fh.fileno())
@@ -231,14 +259,14 @@ def _lines(path: Path, offset: int, stamp: tuple[int, int, int]) -> Iterator[tup
                 start, at = at, at + len(line)
                 line = line.rstrip(b"\n")
                 if line:
-                    yield start, line
+                    yield start, line, fh.fileno()
     except OSError as e:
         log.debug("graph facts cache unreadable (%s); re-extracting everything", e)
 
 
-def _result_at(line: bytes) -> tuple[str | None, int]:
-    """(path, where the result's JSON starts in the line) of a line ``["r", path,
-    result]``, the result left undecoded; (None, 0) unless the path reads back as it is
+def _value_at(line: bytes) -> tuple[str | None, int]:
+    """(path, where the value's JSON starts in the line) of a line ``["f" or "r", path,
+    value]``, the value left undecoded; (None, 0) unless the path reads back as it is
     written (the line is then decoded whole)."""
     end = line.find(b'",', 6)
     if end < 0 or line[-1:] != b"]":
