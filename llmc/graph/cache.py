@@ -39,6 +39,7 @@ from llmc.graph.codec import (
 )
 from llmc.graph.incremental import STATE_VERSION, FileResult, ResolutionState
 from llmc.graph.model import FACTS_VERSION
+from llmc.offset_reads import OffsetReads
 
 log = logging.getLogger(__name__)
 
@@ -196,16 +197,12 @@ def _given_facts(entry: dict[str, Any], path: str, value: Any) -> None:
     entry.pop("src", None)
 
 
-class CacheLines(Mapping[str, bytes]):
+class CacheLines(OffsetReads):
     """JSON values of the facts cache's lines (each file's facts, or result), by path,
     read from the cache file by offset when asked (the file as it was opened: a cache
     replaced meanwhile is still this one), or as given (a journal's delta, a line whose
     path needed decoding). Not held in memory: ~0.7 GB of result lines and ~0.6 GB of
     facts at 100k files, which a one-shot update reads once or twice each."""
-
-    def __init__(self) -> None:
-        self._where: dict[str, tuple[int, int] | bytes] = {}
-        self._fd: int | None = None
 
     def use(self, fd: int) -> None:
         """Read from ``fd`` (a duplicate of it, kept until :meth:`close`)."""
@@ -217,28 +214,6 @@ class CacheLines(Mapping[str, bytes]):
 
     def given(self, path: str, raw: bytes) -> None:
         self._where[path] = raw
-
-    def __getitem__(self, path: str) -> bytes:
-        where = self._where[path]
-        if isinstance(where, bytes):
-            return where
-        if self._fd is None:
-            raise KeyError(path)
-        return os.pread(self._fd, where[1], where[0])
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._where)
-
-    def __len__(self) -> int:
-        return len(self._where)
-
-    def close(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
-
-    def __del__(self) -> None:
-        self.close()
 
 
 def _lines(
@@ -286,13 +261,10 @@ def load_state(
 ) -> tuple[ResolutionState, dict[str, bytes]] | None:
     """The previous run's per-file resolution and (``keep_raw``) each file's result line
     as kept bytes (None: resolve every file)."""
-    state, lines = cache.pop("state", None), cache.pop("results", None)
-    if type(state) is not dict or not lines:
+    got = state_lines(cache)
+    if got is None:
         return None
-    version, name_fallback = state.get("version"), state.get("name_fallback")
-    signature = signature_from_data(state.get("signature"))
-    if version != STATE_VERSION or type(name_fallback) is not bool or signature is None:
-        return None
+    state, lines = got
     files: dict[str, FileResult] = {}
     raws: dict[str, bytes] = {}
     for path in lines:  # in order (the merge's), each line read and decoded in turn
@@ -309,7 +281,7 @@ def load_state(
         files[path] = res
         if raw is not None and keep_raw:
             raws[path] = raw
-    return ResolutionState(version, name_fallback, signature, files), raws
+    return ResolutionState(state.version, state.name_fallback, state.signature, files), raws
 
 
 def state_lines(cache: dict[str, Any]) -> tuple[ResolutionState, Mapping[str, bytes]] | None:

@@ -14,45 +14,32 @@ indexer removes it once the graph is updated.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
 from pathlib import Path
+
+from llmc.offset_reads import OffsetReads
 
 SPOOL_FILE = "graph_facts.spool"  # in .llmc/
 
 
-class SpooledFacts(Mapping[str, bytes]):
+class SpooledFacts(OffsetReads):
     """Path → facts JSON, read from the spool file when asked."""
 
     def __init__(self, path: Path, offsets: dict[str, tuple[int, int]]):
+        super().__init__(offsets)  # type: ignore[arg-type]
         self.path = Path(path)
-        self.offsets = offsets
-        self._fd: int | None = None
 
-    def __getitem__(self, key: str) -> bytes:
-        offset, length = self.offsets[key]
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDONLY)
-        return os.pread(self._fd, length, offset)
+    @property
+    def offsets(self) -> dict[str, tuple[int, int]]:
+        return self._where  # type: ignore[return-value]
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.offsets)
-
-    def __len__(self) -> int:
-        return len(self.offsets)
-
-    def close(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
-
-    def __del__(self) -> None:
-        self.close()
+    def _open(self) -> int:
+        return os.open(self.path, os.O_RDONLY)
 
     def __getstate__(self) -> dict:
         return {"path": self.path, "offsets": self.offsets}
 
     def __setstate__(self, state: dict) -> None:
-        self.path, self.offsets, self._fd = state["path"], state["offsets"], None
+        self.path, self._where, self._fd = state["path"], state["offsets"], None
 
 
 class FactsSpool:
