@@ -128,45 +128,17 @@ class Node(Mapping):
         n._def, n._file, n.span_id = d, file, None
         return n
 
-    @property
-    def kind(self) -> str:
-        return self._def[2]
-
-    @property
-    def name(self) -> str:
-        return self._def[0]
-
-    @property
-    def qualname(self) -> str:
-        return self._def[1]
-
-    @property
-    def start_line(self) -> int:
-        return self._def[3]
-
-    @property
-    def end_line(self) -> int:
-        return self._def[4]
-
-    @property
-    def test(self) -> bool:
-        return self._def[6]
-
-    @property
-    def path(self) -> str:
-        return self._file[0]
-
-    @property
-    def lang(self) -> str:
-        return self._file[1]
-
-    @property
-    def category(self) -> str:
-        return self._file[2]
-
-    @property
-    def module(self) -> str:
-        return self._file[3]
+    # a definition's fields in its Def's order, its file's in (path, lang, category, module)
+    name = property(lambda self: self._def[0])
+    qualname = property(lambda self: self._def[1])
+    kind = property(lambda self: self._def[2])
+    start_line = property(lambda self: self._def[3])
+    end_line = property(lambda self: self._def[4])
+    test = property(lambda self: self._def[6])
+    path = property(lambda self: self._file[0])
+    lang = property(lambda self: self._file[1])
+    category = property(lambda self: self._file[2])
+    module = property(lambda self: self._file[3])
 
     def keys(self) -> list[str]:  # type: ignore[override]
         out = [k for k in _NODE_FIELDS if getattr(self, k) not in _EMPTY]
