@@ -1,10 +1,11 @@
 """The MCP ``search`` tool with ``workspace``, driven by the official SDK client over stdio,
 and ``/v1/search`` with ``workspace`` on a running daemon.
 
-`llmc mcp` runs in repository A with no daemon; the workspace (A, B and a directory with
-no index) lives in the user's config dir, so the call searches A and B in one ranking and
-says in one warning that the third was left out. Then B runs a daemon: its `/v1/search`
-answers for B and searches A beside it, and `llmc search --workspace` asks B's daemon.
+`llmc mcp` runs in repository A with no daemon; the workspace (A, B, C and a directory with
+no index) lives in the user's config dir, so the call searches A, B and C in one ranking
+and says in one warning that the fourth was left out. Then B runs a daemon: its
+`/v1/search` answers for B and searches A and C beside it, and `llmc search --workspace`
+asks B's daemon.
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ SMALL = {
         "    return event\n"
     ),
 }
+THIRD = {
+    "shipping/labels.py": (
+        "def print_parcel_label(parcel):\n"
+        '    """Print the carrier label for a parcel, with its barcode."""\n'
+        "    return parcel\n"
+    ),
+}
 
 
 @pytest.fixture(scope="module")
@@ -32,11 +40,12 @@ def workspace_env(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
     base = tmp_path_factory.mktemp("mcp-ws")
     a = make_git_repo(base / "a", FILES)
     b = make_git_repo(base / "b", SMALL)
+    c = make_git_repo(base / "c", THIRD)
     bare = make_git_repo(base / "bare", {"x.py": "y = 1\n"})
     env = child_env(tmp_path_factory.mktemp("mcp-ws-xdg"), LLMC_NO_DAEMON="1")
-    for root in (a, b):
+    for root in (a, b, c):
         llmc("index", str(root), "--quiet", "--no-vectors", env=env)
-    llmc("workspace", "add", "team", str(a), str(b), str(bare), env=env)
+    llmc("workspace", "add", "team", str(a), str(b), str(c), str(bare), env=env)
     return a, b, env
 
 
@@ -68,9 +77,14 @@ def test_mcp_search_takes_a_workspace(workspace_env, tmp_path) -> None:
                     assert not found.is_error, _text(found)
                     out = found.structured_content
                     assert out["workspace"] == "team"
-                    assert {r["repo"] for r in out["results"]} <= {"a", "b"}
+                    assert {r["repo"] for r in out["results"]} <= {"a", "b", "c"}
                     assert out["results"][0]["repo"] == "b", out["results"]
                     assert "b: billing/invoice.py:1-3" in _text(found)
+                    searched = {m["name"] for m in out["members"] if "error" not in m}
+                    assert searched == {"a", "b", "c"}
+                    args = {"query": "print the parcel label", "workspace": "team", "k": 5}
+                    third = (await session.call_tool("search", args)).structured_content
+                    assert third["results"][0]["repo"] == "c", third["results"]
                     left_out = [w for w in out["warnings"] if "left out" in w]
                     assert len(left_out) == 1 and "bare" in left_out[0]
 
@@ -96,9 +110,13 @@ def test_a_daemon_answers_a_workspace_search(workspace_env) -> None:
     try:
         out = handle.search("retry the invoice webhook", workspace="team", k=5)
         assert out["workspace"] == "team" and out["results"][0]["repo"] == "b"
-        assert {m["name"] for m in out["members"] if "error" not in m} == {"a", "b"}
+        assert {m["name"] for m in out["members"] if "error" not in m} == {"a", "b", "c"}
+        third = handle.search("print the parcel label", workspace="team", k=5)
+        assert third["results"][0]["repo"] == "c", third["results"]
         cli = llmc("search", "--workspace", "team", "retry the invoice webhook", "--json", env=env)
         merged = json.loads(cli.stdout)
         assert merged["results"][0]["repo"] == "b" and merged["results"][0]["repo_root"] == str(b)
+        cli = llmc("search", "--workspace", "team", "print the parcel label", "--json", env=env)
+        assert json.loads(cli.stdout)["results"][0]["repo"] == "c"
     finally:
         stop_daemon(b, env)
