@@ -43,8 +43,20 @@ if TYPE_CHECKING:
     from llmc.graph.modules import ModuleIndex
     from llmc.graph.rules.base import ImportRef, LangRules
 
-BINDINGS_KEPT = 512  # files whose bindings by scope are kept (Lookup._index_bindings)
-NAMES_KEPT = 512  # files whose imported names are kept (Lookup._index_names)
+# A file's bindings by scope and name, and the names its imports bind, are made from its
+# facts when a lookup first asks for them and kept for the last this many files asked
+# about: tables of every file's (~0.75M bindings and ~0.37M imported names on nine large
+# projects; ~50 and ~18 MB, five times that on 89k files) hold what a file's resolution
+# reads a few files of. A patch drops a changed file's (llmc.graph.patch).
+BINDINGS_KEPT = NAMES_KEPT = 512
+
+
+def _keep(table: dict, limit: int, path: str, value: Any) -> None:
+    if len(table) >= limit:
+        del table[next(iter(table))]
+    table[path] = value
+
+
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*\Z")
 _LITERAL = re.compile(r"""^(?:[rbfuRBFU]{0,2}["'`]|[\[{]|-?\d)""")
 
@@ -136,45 +148,22 @@ class Lookup:
         self.memo.reads.add(("bind", path))
         by_scope = self.bindings.get(path)
         if by_scope is None:
-            by_scope = self._index_bindings(path)
-        return by_scope.get(scope, {})
-
-    def _index_bindings(self, path: str) -> dict[str, dict[str, list[Binding]]]:
-        """A file's bindings by scope and name, made from its facts when first asked for
-        and kept for the last ``BINDINGS_KEPT`` files asked about: a table of every file's
-        (~0.75M entries on nine large projects) would hold ~50 MB that a file's resolution
-        reads a few files of. A patch drops a changed file's (:mod:`llmc.graph.patch`)."""
-        by_scope: dict[str, dict[str, list[Binding]]] = {}
-        f = self.facts.get(path)
-        if f is not None:
-            for b in f.bindings:
+            by_scope = {}
+            f = self.facts.get(path)
+            for b in f.bindings if f is not None else ():
                 by_scope.setdefault(b.scope, {}).setdefault(b.name, []).append(b)
-        kept = self.bindings
-        if len(kept) >= BINDINGS_KEPT:
-            del kept[next(iter(kept))]
-        kept[path] = by_scope
-        return by_scope
+            _keep(self.bindings, BINDINGS_KEPT, path, by_scope)
+        return by_scope.get(scope, {})
 
     def names_of(self, path: str) -> dict[str, list[ImportRef]]:
         self.memo.reads.add(("iface", path))
         names = self.names.get(path)
         if names is None:
-            names = self._index_names(path)
-        return names
-
-    def _index_names(self, path: str) -> dict[str, list[ImportRef]]:
-        """The names a file's imports bind, made from its facts when first asked for and
-        kept for the last ``NAMES_KEPT`` files asked about, like bindings: every file's
-        (~0.37M refs on nine large projects, ~90 MB on 89k files) is more than a file's
-        resolution reads. A patch drops a changed file's (:mod:`llmc.graph.patch`)."""
-        f = self.facts.get(path)
-        if f is None:
-            return {}
-        names = self.rules_of(path).import_names(path, f)
-        kept = self.names
-        if len(kept) >= NAMES_KEPT:
-            del kept[next(iter(kept))]
-        kept[path] = names
+            f = self.facts.get(path)
+            if f is None:
+                return {}
+            names = self.rules_of(path).import_names(path, f)
+            _keep(self.names, NAMES_KEPT, path, names)
         return names
 
     def wild_of(self, path: str) -> list[Import]:
