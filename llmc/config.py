@@ -191,6 +191,10 @@ class GraphConfig:
     # Resolve a call by name when exactly one definition in the repository carries it.
     name_fallback: bool = True
     deps_depth: int = 1  # default --depth of `llmc graph deps`
+    # A daemon keeps the graph's state in memory between updates (fast one-file updates)
+    # only up to this many indexed files: ~85 KB a file (1.5 GB on 17,870); past it each
+    # update reads the facts cache again, in bounded memory.
+    warm_max_files: int = 12_000
 
 
 @dataclass

@@ -114,6 +114,7 @@ def update_graph(
             log.warning("graph: rebuilding without the facts cache, which failed (%r)", e)
             stats = _update(*args)
         finally:
+            warm.suspend_here(False)
             for p in spill_paths(Path(repo_root) / ".llmc", os.getpid()):
                 with contextlib.suppress(OSError):  # a failed build's spilled results
                     p.unlink()
@@ -183,6 +184,9 @@ def _update(
     llmc_dir.mkdir(parents=True, exist_ok=True)
     graph_file, facts_file = llmc_dir / GRAPH_FILE, llmc_dir / FACTS_FILE
     facts_cache.remove_legacy(llmc_dir)  # old pickles go unread, kept state or not
+    if warm.enabled() and _over_warm_limit(store, cfg.warm_max_files):
+        warm.forget(llmc_dir)
+        warm.suspend_here()  # a one-shot update, in bounded memory (until update_graph returns)
     kept = warm.take(llmc_dir, graph_file, facts_file, facts_cache.journal(facts_file))
     if kept is not None:  # this process wrote both files last: its state is theirs
         previous, header, cache = None, kept.header, kept.cache
@@ -453,6 +457,15 @@ def _update(
         seconds,
     )
     return stats
+
+
+def _over_warm_limit(store: Store, limit: int) -> bool:
+    """Whether the store indexes more files than a kept state is allowed for."""
+    from llmc.store.db import Store
+
+    if not isinstance(store, Store):  # (a pending store: in a worker, which keeps nothing)
+        return False
+    return int(store.conn.execute("SELECT count(*) FROM files").fetchone()[0]) > limit
 
 
 def _written_for(header: dict[str, Any], graph_file: Path, generation: int) -> GraphStats | None:

@@ -70,8 +70,17 @@ def enable(on: bool = True) -> None:
         gc.unfreeze()
 
 
+_here = threading.local()  # .off: this thread's update keeps nothing (``suspend_here``)
+
+
 def enabled() -> bool:
-    return _enabled
+    return _enabled and not getattr(_here, "off", False)
+
+
+def suspend_here(off: bool = True) -> None:
+    """Keep nothing from this thread's update (a repository past ``warm_max_files``: its
+    update then runs as a one-shot one, in bounded memory); ``suspend_here(False)`` ends it."""
+    _here.off = off
 
 
 def take(llmc_dir: Path, *files: Path) -> WarmGraph | None:
@@ -99,7 +108,7 @@ def keep(
 ) -> bool:
     """Keep what an update just wrote to ``files`` (the graph, the facts cache, its
     journal; when enabled); False when it was not kept."""
-    if not _enabled:
+    if not enabled():
         return False
     stamps = tuple(_stamp(f) for f in files)
     if None in stamps[:2]:

@@ -120,3 +120,33 @@ def test_off_by_default_nothing_is_kept(tmp_path, filler, disk_reads):
     _edit(root, project, f)
     _edit(root, project, f)
     assert len([p for p in disk_reads if p.parent.parent == root]) == 3
+
+
+def test_past_warm_max_files_nothing_is_kept_and_the_graph_is_the_same(
+    tmp_path, filler, warm_on, disk_reads
+):
+    """A repository with more files than ``graph.warm_max_files``: each update runs as a
+    one-shot one (its state is not kept, the next one reads the cache again), in bounded
+    memory, and builds the same graph; the suspension ends with the update."""
+    from llmc.config import GraphConfig
+
+    few = GraphConfig(warm_max_files=3)
+    root = tmp_path / "big"
+    root.mkdir()
+    project = _Project(root, random.Random(5))
+    project.write()
+    f = filler(root)
+    update_graph(root, f.store, f.put(), [], f.bump(), few)
+    here = warm._key(root / ".llmc")
+    assert len(f.store.files()) > 3 and here not in warm._kept
+    for step in range(3):
+        what = project.edit()
+        changed, removed = project.write()
+        f.remove(removed)
+        put = f.put([p for p in changed if (root / p).read_text(encoding="utf-8").strip()])
+        update_graph(root, f.store, put, removed, f.bump(), few)
+        assert _body(root) == _full_build_elsewhere(root, f, tmp_path), f"step {step}: {what}"
+        assert here not in warm._kept and warm.enabled()
+    assert len([p for p in disk_reads if p.parent.parent == root]) == 4
+    _edit(root, project, f)  # under the default limit: kept again
+    assert here in warm._kept
