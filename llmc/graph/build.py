@@ -465,7 +465,14 @@ def _over_warm_limit(store: Store, limit: int) -> bool:
 
     if not isinstance(store, Store):  # (a pending store: in a worker, which keeps nothing)
         return False
-    return int(store.conn.execute("SELECT count(*) FROM files").fetchone()[0]) > limit
+    from llmc.store.sqlite import database_error
+
+    try:
+        return int(store.conn.execute("SELECT count(*) FROM files").fetchone()[0]) > limit
+    except Exception as e:  # the update itself reads the store next, and says what failed
+        if not database_error(e):
+            raise
+        return False
 
 
 def _written_for(header: dict[str, Any], graph_file: Path, generation: int) -> GraphStats | None:

@@ -10,12 +10,12 @@ the graph), and ``map_spans`` redoes both for a few files after a patch.
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from llmc.graph.model import FILE, UNRESOLVED, node_id
 from llmc.graph.output import EncodedMembers
+from llmc.store.sqlite import database_error
 
 if TYPE_CHECKING:
     from llmc.graph.resolve import Resolver
@@ -174,7 +174,9 @@ def map_all_spans(
                 attach_spans(sub, one)
                 mapped.update(span_nodes(sub, one))
             out.add(mapped)
-    except sqlite3.Error as e:
+    except Exception as e:  # (the store's sqlite module: sqlite3's or pysqlite3's errors)
+        if not database_error(e):
+            raise
         log.debug("span rows unreadable by file (%s); reading them all", e)
         return None
     return out

@@ -278,3 +278,24 @@ def test_imported_names_kept_for_one_file_at_a_time_resolve_the_same(tmp_path, m
     assert len(small.names) <= 1
     assert small.run() == want
     assert len(small.names) <= 1
+
+
+def test_span_rows_that_cannot_be_read_by_file_fall_back_to_reading_them_all(tmp_path, filler):
+    """The store's own sqlite module's error (sqlite3's or pysqlite3's) means None: the
+    caller then reads every row."""
+    from llmc.store.sqlite import sqlite_module
+
+    root = _mixed(tmp_path)
+    f = filler(root)
+    f.put()
+    r = Resolver(facts_of(root), root)
+    nodes, _, _ = r.run()
+
+    class Failing:
+        def execute(self, *a):
+            raise sqlite_module().OperationalError("database is locked")
+
+    class Store:
+        conn = Failing()
+
+    assert spanmap.map_all_spans(Store(), nodes, r.defs) is None
