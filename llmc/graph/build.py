@@ -277,8 +277,14 @@ def _update(
             repo_root, cfg, facts, None if rebuilt else kept, None if rebuilt else cache
         )
         n_facts = len(facts)
+        reuse = None  # a one-shot update's previous results: reused as its run reaches them
+        whole = resolver is None or resolver.cached_results is not None  # cold or one-shot
         if resolver is None:
             resolver = Resolver(facts, repo_root, cfg.name_fallback, mods=mods)
+        elif resolver.cached_results is not None:
+            reuse = resolver.reuse_from(facts, resolver.cached_results)
+            resolver.cached_results = None
+        if whole:
             keep = warm.enabled()
             if not keep:  # the resolver holds the facts alone, and lets go of them once used
                 del facts, mods
@@ -295,31 +301,12 @@ def _update(
                     keep_tables=keep,
                     spill=None if spill is None else spill.add,
                     events=events,
+                    reuse=reuse,
+                    spill_raw=None if spill is None else spill.add_raw,
                 )
             finally:
                 if events is not None:
                     events.remove()
-        elif resolver.cached_results is not None:  # one-shot: merged as a cold build's
-            reuse = resolver.reuse_from(facts, resolver.cached_results)
-            del facts, mods
-            facts_as_json(got.entries)
-            facts_cache.remove_stale_spills(llmc_dir)
-            spill = facts_cache.ResultSpill(facts_file)
-            events = PartSpill(llmc_dir, len(PHASES), part_bounds(resolver.facts))
-            events.keep_seeds(resolver.table.edges)
-            try:
-                nodes, edges, counts = resolver.run(
-                    keep_memo=False,
-                    as_list=False,
-                    keep_tables=False,
-                    spill=spill.add,
-                    events=events,
-                    reuse=reuse,
-                    spill_raw=spill.add_raw,
-                )
-            finally:
-                events.remove()
-                resolver.cached_results = None
         else:
             nodes, counts = resolver.update(facts, keep_edges, keep_memo=warm.enabled())
             if keep_edges and kept is not None and kept.output is not None:
