@@ -296,9 +296,7 @@ class ChunkPool:
     def close(self) -> None:
         """End the workers (waiting for a ``beside`` job still running)."""
         self._stop_workers()
-        if self._beside is not None:
-            self._beside.shutdown(wait=True)
-            self._beside = None
+        self.finish_beside()
         if self._journal is not None:
             self._journal.close()
 
