@@ -130,3 +130,66 @@ def test_pinned_report_sets_parse_and_match_their_summary() -> None:
             assert all(j.grade >= 2 and "test" not in j.path.split("/")[0] for j in q.relevant)
     doc = json.loads(reports.PROJECTS_FILE.read_text(encoding="utf-8"))
     assert doc["task"] == "reports"
+
+
+def _commit_set(tmp_path):
+    """A task (c) query file of two commits: one with a source answer, one docs-only at
+    grade 1 (no answer left for a report)."""
+    d = tmp_path / "commits"
+    d.mkdir()
+    rows = [
+        {"query": "Fix parser", "intent": "code", "id": "commit:" + "a" * 12,
+         "note": "commit " + "a" * 40,
+         "relevant": [{"path": "pkg/parser.py", "grade": 3}, {"path": "docs/p.md", "grade": 2},
+                      {"path": "CHANGES.md", "grade": 1}]},
+        {"query": "Typo", "intent": "docs", "id": "commit:" + "b" * 12,
+         "note": "commit " + "b" * 40, "relevant": [{"path": "README.md", "grade": 1}]},
+    ]  # fmt: skip
+    (d / "proj.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return d
+
+
+def test_written_reports_take_the_commits_answer_not_the_writers(tmp_path) -> None:
+    from llmc.eval.protocol.report_written import assemble
+
+    rows = [
+        {"commit": "a" * 40, "title": "Comments vanish", "body": "I parse x and y.",
+         "kind": "bug", "relevant": [{"path": "evil.py", "grade": 3}]},
+        {"commit": "b" * 40, "title": "Docs", "body": "The readme is wrong."},
+    ]  # fmt: skip
+    queries, counts = assemble("proj", rows, "writer-1", commits_dir=_commit_set(tmp_path))
+    assert counts == {"written": 1, "skipped by the writer": 0, "no source or docs answer": 1}
+    (q,) = queries
+    assert q.id == "written:" + "a" * 12 and q.intent == "code"
+    assert q.query == "Comments vanish\n\nI parse x and y."
+    assert [(j.path, j.grade) for j in q.relevant] == [("pkg/parser.py", 3), ("docs/p.md", 2)]
+    assert "writer-1" in q.note and "a" * 40 in q.note
+
+
+def test_written_reports_refuse_an_unknown_commit_and_count_skips(tmp_path) -> None:
+    from llmc.errors import EvalError
+    from llmc.eval.protocol.report_written import assemble
+
+    commits_dir = _commit_set(tmp_path)
+    skipped = [{"commit": "a" * 40, "skipped": "internal rename"}]
+    assert assemble("proj", skipped, "w", commits_dir)[1]["skipped by the writer"] == 1
+    with pytest.raises(EvalError, match="not a task \\(c\\) query"):
+        assemble("proj", [{"commit": "c" * 40, "title": "t", "body": "b"}], "w", commits_dir)
+    with pytest.raises(EvalError, match="title and a body"):
+        assemble("proj", [{"commit": "a" * 40, "title": "t", "body": " "}], "w", commits_dir)
+
+
+def test_shipped_written_reports_answer_as_their_commits_do() -> None:
+    from llmc.eval.protocol.report_written import ID_PREFIX, commit_answers, load_written
+
+    names = [p.name.split(".")[0] for p in reports.SETS_DIR.glob("*.written.jsonl")]
+    for name in names:
+        by_sha = commit_answers(name)
+        for q in load_written(name):
+            sha = q.note.split(" from commit ")[1].split()[0]
+            assert q.id == ID_PREFIX + sha[:12]
+            want = [(j.path, j.grade) for j in by_sha[sha].relevant if j.grade >= 2]
+            assert [(j.path, j.grade) for j in q.relevant] == want
+        mined = load_queries(reports.queries_path(name))
+        loaded = reports.load_report_queries(name)
+        assert [q.id for q in loaded] == [q.id for q in mined] + [q.id for q in load_written(name)]

@@ -194,6 +194,7 @@ def plan(
     from llmc.eval.protocol import commits, reports
     from llmc.eval.protocol.docstring import TASK_VERSION
     from llmc.eval.protocol.question_files import judged_path, load_question_file, question_path
+    from llmc.eval.protocol.report_written import written_path
 
     chosen = _chosen(split, projects)
     base = cache_dir or default_cache_dir(load_config(None).eval.cache_dir)
@@ -236,7 +237,10 @@ def plan(
             else:
                 cp = commits.commit_projects()[p.name.lower()]
                 qpath = cp.queries_path if task == COMMITS else reports.queries_path(p.name)
-                n = str(min(_lines(qpath), max_queries))
+                have = _lines(qpath)
+                if task == REPORTS:  # mined, then written (report_written.py)
+                    have += _lines(written_path(p.name))
+                n = str(min(have, max_queries))
                 snap = base / "protocol" / "commits" / f"{cp.name}-{cp.base[:12]}" / "corpus"
                 corpus, problem = _corpus_state(snap, "base snapshot"), ""
                 try:  # the run asks for the mirror even when the snapshot is cached

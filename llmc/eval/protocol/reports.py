@@ -67,7 +67,9 @@ def load_report_queries(name: str, max_queries: int | None = None) -> list[EvalQ
     path = queries_path(name)
     if not path.is_file():
         raise EvalError(f"reports task: no mined reports for {name} (see {PROJECTS_FILE})")
-    queries = load_queries(path)
+    from llmc.eval.protocol.report_written import load_written
+
+    queries = load_queries(path) + load_written(name)  # mined first, then written
     return queries[:max_queries] if max_queries else queries
 
 
