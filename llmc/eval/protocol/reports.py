@@ -13,6 +13,8 @@ changed, from real git histories (docs/evaluation.md, "Long reports → files").
   bumps, formatting only, ci / build / test commits, trivial subjects; a short subject is
   no reason here). The report is the title (the cleaned subject; a pull request's title)
   and the body, cut at 4,000 characters; a text seen before in the project is dropped.
+  **Written** reports (``report_written.py``, ``reports/<project>.written.jsonl``) follow
+  the mined ones: a writer's report of a task (c) commit, answered by that commit's files.
 - **Answer:** the changed files judged as in task (c) (a merge: its diff against its first
   parent) with tests and configuration left out: non-test source (grade 3) and
   documentation (3 alone, 2 beside source) present in the base; skipped when more than
