@@ -95,7 +95,14 @@ def ensure_state_dir(root: Path) -> Path:
     drop_tracked_state(Path(root))
     ignore = path / ".gitignore"
     if not ignore.exists():
-        fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:  # another llmc process made it since (two racing starts)
+            if not stat.S_ISREG(os.lstat(ignore).st_mode):
+                raise LlmcError(
+                    f"{ignore} is not a regular file: remove it and run again"
+                ) from None
+            return path
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write("# created by llmc: the index is local state\n*\n")
     return path

@@ -108,3 +108,34 @@ def test_state_that_came_with_the_repository_is_removed_not_read(tmp_path, caplo
     assert found.exit_code == 0, found.output
     paths = [r["path"] for r in json.loads(found.output)["results"]]
     assert "app/store.py" in paths
+
+
+def test_two_processes_making_the_state_dir_at_once_both_succeed(tmp_path, monkeypatch):
+    """The race two `llmc daemon start` hit: both saw no `.gitignore`, the second's
+    exclusive create failed. Replayed here by making the file between the check and the
+    create; a non-file in its place is still refused with a clear error."""
+    import pytest
+
+    from llmc.errors import LlmcError
+    from llmc.paths import ensure_state_dir
+
+    real_exists = Path.exists
+
+    def raced(self: Path, *a, **k) -> bool:
+        if self.name == ".gitignore" and self.parent.name == ".llmc":
+            if not real_exists(self):
+                self.write_text("# the other process\n*\n")
+            return False  # as this process saw it, just before the other made it
+        return real_exists(self, *a, **k)
+
+    monkeypatch.setattr(Path, "exists", raced)
+    state = ensure_state_dir(tmp_path)
+    assert (state / ".gitignore").read_text() == "# the other process\n*\n"
+    assert ensure_state_dir(tmp_path) == state  # and again, with it there
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".llmc").mkdir(mode=0o700)
+    (other / ".llmc" / ".gitignore").mkdir()  # not a file: refused, one clear error
+    with pytest.raises(LlmcError, match="not a regular file"):
+        ensure_state_dir(other)
