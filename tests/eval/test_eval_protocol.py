@@ -140,6 +140,12 @@ def test_splits_are_data_and_disjoint():
         "markdown",
         "sqlparse",
         *(p.name for p in HOLDOUT_PROJECTS),
+        # added 2026-11-27 after issue 28's test runs, for long reports (never run on test)
+        "markdown-it-py",
+        "httpcore",
+        "pyflakes",
+        "babel",
+        "flake8",
     }
     # express left test for validation after its one-time test report (issue 13's rule:
     # iterate on it only in validation), with two more npm projects beside it
@@ -153,6 +159,8 @@ def test_splits_are_data_and_disjoint():
     assert len(test) >= 12 and sum(p.ecosystem == NPM for p in test) >= 4
     assert "express" not in {p.name for p in test} and "superagent" in {p.name for p in test}
     assert "natsort" in {p.name for p in test} and "markdown" not in {p.name for p in test}
+    # five projects added to test after issue 28's first test run, run once since
+    assert {"starlette", "pyparsing", "webargs", "uvicorn", "pino"} <= {p.name for p in test}
     assert not {p.name for p in test} & (validation | {p.name for p in by_split["train"]})
     assert not {p.name.lower() for p in projects} & RESERVED
     assert [p.name for p in select_projects("test", ["H11"])] == ["h11"]
