@@ -165,6 +165,10 @@ class SearchConfig:
     # is fused (RRF, k 10) with the files of the span list; 0: the span list alone
     # (docs/reports/2026-11-27-whole-file-bm25-validation.md)
     file_bm25_weight: float = 0.2
+    # file-level answers: learned: the learned file ranker reorders the first 40 files of
+    # that fused order (llmc/models/file_ranker; llmc/search/file_ranker.py) | fusion: the
+    # fused order as it is (docs/reports/2026-11-27-file-ranker-validation.md)
+    file_ranker: str = "learned"
     # learned: per-file cap on its results (0: none); fusion keeps max_per_file
     ranker_max_per_file: int = 0
     # when none of the first code_in_top results is code (markdown, rst and text are not),

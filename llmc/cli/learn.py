@@ -551,4 +551,41 @@ def train_ranker_cmd(
     click.echo(json.dumps(run(job), indent=2))
 
 
+@train_group.command("file-ranker")
+@click.option("--projects", multiple=True, metavar="NAME",
+              help="Train histories, repeatable or comma-separated (default: every one with a mirror).")  # fmt: skip
+@click.option("--validation", multiple=True, metavar="NAME",
+              help="Validation projects to report on (their commits and long reports).")  # fmt: skip
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Model directory to write (default: the shipped llmc/models/file_ranker).")  # fmt: skip
+@click.option("--seed", type=int, default=0)
+@click.option("-v", "--verbose", is_flag=True)
+def train_file_ranker_cmd(
+    projects: tuple[str, ...], validation: tuple[str, ...], out: Path | None, seed: int,
+    verbose: bool,
+) -> None:  # fmt: skip
+    """Train the learned file ranker (file-level answers) on the train projects' git
+    histories (mirrors under $LLMC_MIRRORS); print its report as JSON."""
+    import json
+
+    from llmc import corpora
+    from llmc.config import load_config
+    from llmc.eval.projects import default_cache_dir
+    from llmc.eval.protocol.commits import mirrors_dir
+    from llmc.train.file_ranker import FileRankerJob, run
+
+    setup_logging(2 if verbose else 1, fmt="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    eval_cache = default_cache_dir(load_config(None).eval.cache_dir)
+    job = FileRankerJob(
+        mirrors=mirrors_dir(), cache_dir=corpora.default_cache_dir("train"), eval_cache=eval_cache,
+        projects=_specs(projects), validation=_specs(validation), seed=seed,
+        command=" ".join(["llmc", "train", "file-ranker", *sys.argv[2:]]),
+        progress=lambda line: click.echo(line, err=True),
+    )  # fmt: skip
+    if out is not None:
+        job.out = out
+    click.echo(json.dumps(run(job), indent=2))
+
+
 COMMANDS = (eval_cmd, label_cmd, tune_cmd, train_group)

@@ -37,6 +37,7 @@ VARIANTS: dict[str, Variant] = {}
 CODE_IN_TOP = "search.code_in_top"  # an int: the baselines set it to 0 (``_baseline``)
 FILE_BM25 = "search.file_bm25_weight"  # file-level answers: the baselines' files come
 # from their span list alone (0, ``_baseline``); ``bm25-file`` is the whole-file baseline
+FILE_RANKER = "search.file_ranker"  # ... in that order, no learned file ranker ("fusion")
 EXTRA_STAGES = (
     "search.exact_symbol",
     "search.graph",
@@ -72,6 +73,8 @@ def _baseline(cfg: Config, *keys: str) -> Config:
         cfg.set(CODE_IN_TOP, 0, SOURCE)
     if cfg.has(FILE_BM25):
         cfg.set(FILE_BM25, 0.0, SOURCE)
+    if cfg.has(FILE_RANKER):
+        cfg.set(FILE_RANKER, "fusion", SOURCE)
     return _stages_off(cfg, *keys)
 
 

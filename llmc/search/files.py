@@ -7,7 +7,9 @@ The file score is a pure function of the ranks its spans hold in the span list
 with the whole-file BM25 list (``llmc.store.file_lexical``) when there is one: each file
 scores ``1 / (FUSION_K + its rank by spans) + weight / (FUSION_K + its whole-file rank)``,
 so a file whose terms are spread over many spans (a keyword table, ``setup.py``) climbs
-(docs/reports/2026-11-27-whole-file-bm25-validation.md)."""
+(docs/reports/2026-11-27-whole-file-bm25-validation.md). Last, by default, the learned file
+ranker reorders the first 40 files of that order (``file_ranker.py``, ``search.file_ranker``;
+docs/reports/2026-11-27-file-ranker-validation.md)."""
 
 from __future__ import annotations
 
@@ -82,12 +84,16 @@ def group_by_file(
     method: str = DEFAULT_METHOD,
     whole: Sequence[str] = (),
     whole_weight: float = 0.0,
+    query: str = "",
+    ranker: Any = None,
 ) -> list[FileHit]:
     """The ``k`` best files of ``results`` (spans, best first), each with its first
     ``spans_per_file`` spans; ties keep the order of the files' best spans. With
     ``whole`` (paths by whole-file BM25, best first) and a ``whole_weight`` above 0, the
     two file lists are fused (see the module docstring); a file only the whole-file list
-    holds comes with no span."""
+    holds comes with no span. With a ``ranker`` (the learned file ranker's model) and the
+    ``query``, the first files of that order are reordered by its score
+    (``file_ranker.learned_order``), which becomes their ``score``."""
     ranks: dict[str, list[int]] = {}
     spans: dict[str, list[Any]] = {}
     for i, r in enumerate(results, start=1):
@@ -102,6 +108,11 @@ def group_by_file(
         place = {p: i for i, p in enumerate(order)}
         order = sorted(fused, key=lambda p: (-fused[p], place.get(p, len(place)), p))
         scores = fused
+    if ranker is not None and query:
+        from llmc.search.file_ranker import learned_order
+
+        order, learned = learned_order(ranker, query, [r.path for r in results], whole, order)
+        scores = {**scores, **learned}
     return [
         FileHit(
             path=p,
@@ -114,31 +125,41 @@ def group_by_file(
 
 
 def whole_file_args(searcher: Any, query: str) -> dict[str, Any]:
-    """``group_by_file``'s / ``files_json``'s whole-file arguments for ``searcher`` (a
-    ``Searcher``: its whole-file list and ``search.file_bm25_weight``); empty for any other
+    """``group_by_file``'s / ``files_json``'s file-level arguments for ``searcher`` (a
+    ``Searcher``: its whole-file list, ``search.file_bm25_weight``, and the learned file
+    ranker's model when ``search.file_ranker`` is ``learned``); empty for any other
     searcher, whose files then come from its span list alone."""
     ask = getattr(searcher, "whole_files", None)
     if not callable(ask):
         return {}
-    return {"whole": ask(query), "whole_weight": searcher.cfg.search.file_bm25_weight}
+    from llmc.search.file_ranker import configured_model
+
+    return {
+        "whole": ask(query),
+        "whole_weight": searcher.cfg.search.file_bm25_weight,
+        "query": query,
+        "ranker": configured_model(searcher.cfg.search.file_ranker),
+    }
 
 
 def files_json(
     response: dict[str, Any], k: int, spans_per_file: int = SPANS_PER_FILE,
-    whole: Sequence[str] = (), whole_weight: float = 0.0,
+    whole: Sequence[str] = (), whole_weight: float = 0.0, query: str = "", ranker: Any = None,
 ) -> dict:  # fmt: skip
     """A span answer's JSON (``SearchResponse.to_json``) turned into the file-level one:
     ``results`` replaced by ``files``, everything else kept; ``whole``: the whole-file
-    BM25 list fused in (``group_by_file``)."""
+    BM25 list fused in, ``ranker``: the learned file ranker (``group_by_file``)."""
     from types import SimpleNamespace
 
     rows = [SimpleNamespace(**r) for r in response.get("results", [])]
     hits = group_by_file(
-        rows, k, spans_per_file=spans_per_file, whole=whole, whole_weight=whole_weight
-    )
+        rows, k, spans_per_file=spans_per_file, whole=whole, whole_weight=whole_weight,
+        query=query, ranker=ranker,
+    )  # fmt: skip
     out = {key: v for key, v in response.items() if key != "results"}
     out["group"] = "file"
     out["whole_file_weight"] = whole_weight if whole else 0.0
+    out["file_ranker"] = "learned" if ranker is not None and query else "fusion"
     out["files"] = [h.to_json() for h in hits]
     return out
 

@@ -126,18 +126,22 @@ class RankerModel:
         return out
 
 
-def model_from_json(data: Mapping[str, Any], path: str = "") -> RankerModel:
-    """A ``RankerModel`` from its JSON form (see ``llmc.train.ranker.dump_model``)."""
+def model_from_json(
+    data: Mapping[str, Any], path: str = "", known: Sequence[str] = FEATURES
+) -> RankerModel:
+    """A ``RankerModel`` from its JSON form (see ``llmc.train.ranker.dump_model``) over the
+    feature columns ``known`` (the span ranker's ``FEATURES``, or the file ranker's)."""
     import numpy as np
 
     if data.get("format") != FORMAT:
         raise ModelError(f"{path or 'ranker model'}: not a {FORMAT} file")
+    known = tuple(known)
     features = tuple(str(f) for f in data["features"])
     trained_on = features
     remap: list[int] | None = None
-    if features != FEATURES and set(features) <= set(FEATURES):
-        remap = [FEATURES.index(f) for f in features]  # its columns among today's
-        features = FEATURES
+    if features != known and set(features) <= set(known):
+        remap = [known.index(f) for f in features]  # its columns among today's
+        features = known
     trees = data["trees"]
     width = max((len(tr["feature"]) for tr in trees), default=1)
     shape = (len(trees), width)

@@ -3,7 +3,7 @@ check that our tree walk predicts what LightGBM does (``llmc train ranker``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llmc.errors import TrainError
@@ -55,7 +55,9 @@ def _flatten(root: dict[str, Any]) -> tuple[dict[str, list], int]:
     return arrays, depth
 
 
-def dump_model(booster: Any, report: Mapping[str, Any]) -> dict[str, Any]:
+def dump_model(
+    booster: Any, report: Mapping[str, Any], features: Sequence[str] = FEATURES
+) -> dict[str, Any]:
     """The booster as ``llmc.search.learned.FORMAT`` JSON: per tree, node arrays (internal
     nodes first, then leaves) of split feature (-1: leaf), threshold, children, value."""
     dumped = booster.dump_model(num_iteration=booster.best_iteration or None)
@@ -67,20 +69,22 @@ def dump_model(booster: Any, report: Mapping[str, Any]) -> dict[str, Any]:
         depth = max(depth, d)
     return {
         "format": FORMAT,
-        "features": list(FEATURES),
+        "features": list(features),
         "depth": depth,
         "trees": trees,
         "report": dict(report),
     }
 
 
-def check_dump(model_json: Mapping[str, Any], booster: Any, matrix: Any) -> float:
+def check_dump(
+    model_json: Mapping[str, Any], booster: Any, matrix: Any, features: Sequence[str] = FEATURES
+) -> float:
     """The largest difference between our tree walk and LightGBM's predictions."""
     import numpy as np
 
     from llmc.search.learned import model_from_json
 
-    ours = model_from_json(model_json).predict(matrix)
+    ours = model_from_json(model_json, known=features).predict(matrix)
     theirs = booster.predict(matrix, num_iteration=booster.best_iteration or None)
     return float(np.max(np.abs(ours - theirs))) if len(ours) else 0.0
 

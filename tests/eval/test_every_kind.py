@@ -289,7 +289,9 @@ def test_grouped_file_searcher_fuses_the_whole_file_list_as_files_does():
 
     class WithFiles:
         def __init__(self, weight):
-            self.cfg = SimpleNamespace(search=SimpleNamespace(file_bm25_weight=weight))
+            self.cfg = SimpleNamespace(
+                search=SimpleNamespace(file_bm25_weight=weight, file_ranker="fusion")
+            )
 
         def search(self, query, k=None):
             return SimpleNamespace(results=spans[:k], route=None)
