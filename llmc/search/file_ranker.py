@@ -11,45 +11,23 @@ training code. Chosen on validation projects: docs/reports/2026-11-27-file-ranke
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from llmc.errors import ConfigError, ModelError
+from llmc.errors import ConfigError
 from llmc.search.file_features import CANDIDATES, FILE_FEATURES, feature_rows
-from llmc.search.learned import RankerModel, model_from_json
+from llmc.search.learned import RankerModel, load_trees
 
 MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "file_ranker"
 DEFAULT_MODEL = MODEL_DIR / "model.json"
 FILE_RANKERS = ("learned", "fusion")
 
-_CACHE: dict[tuple[str, int], RankerModel] = {}
-_LOCK = threading.Lock()
-
 
 def load_file_model(path: Path | None = None) -> RankerModel:
     """The file ranker's model (default: the shipped one), loaded once per file version;
     ModelError when it is missing, unreadable or over features this llmc lacks."""
-    path = path or DEFAULT_MODEL
-    try:
-        stamp = path.stat().st_mtime_ns
-    except OSError as e:
-        raise ModelError(f"file ranker model {path} not found ({e.strerror})") from None
-    key = (str(path), stamp)
-    with _LOCK:
-        if key in _CACHE:
-            return _CACHE[key]
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise ModelError(f"file ranker model {path} unreadable: {e}") from None
-        model = model_from_json(data, str(path), known=FILE_FEATURES)
-        if model.features != FILE_FEATURES:
-            unknown = sorted(set(model.features) - set(FILE_FEATURES))
-            raise ModelError(f"file ranker model {path} uses features this llmc lacks: {unknown}")
-        _CACHE[key] = model
-        return model
+    return load_trees(path or DEFAULT_MODEL, FILE_FEATURES, "file ranker model",
+                      "llmc train file-ranker")  # fmt: skip
 
 
 def configured_model(choice: str) -> RankerModel | None:

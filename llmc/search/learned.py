@@ -185,11 +185,17 @@ def resolve_model_path(name: str) -> Path:
 def load_model(name: str = "default") -> RankerModel:
     """The ranker model ``name`` (``default``: the shipped one; else a path), loaded once
     per file version. ModelError when it is missing, unreadable or for other features."""
-    path = resolve_model_path(name)
+    return load_trees(resolve_model_path(name), FEATURES, "ranker model", "llmc train ranker")
+
+
+def load_trees(path: Path, known: Sequence[str], what: str, retrain: str) -> RankerModel:
+    """The trees at ``path`` over the feature columns ``known`` (the span ranker's, the
+    file ranker's), loaded once per file version; ModelError when the file is missing,
+    unreadable or splits on a feature this llmc lacks (``retrain``: the command to run)."""
     try:
         stamp = path.stat().st_mtime_ns
     except OSError as e:
-        raise ModelError(f"ranker model {path} not found ({e.strerror})") from None
+        raise ModelError(f"{what} {path} not found ({e.strerror})") from None
     key = (str(path), stamp)
     with _CACHE_LOCK:
         if key in _CACHE:
@@ -197,13 +203,13 @@ def load_model(name: str = "default") -> RankerModel:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
-            raise ModelError(f"ranker model {path} unreadable: {e}") from None
-        model = model_from_json(data, str(path))
-        if model.features != FEATURES:
-            unknown = sorted(set(model.features) - set(FEATURES))
+            raise ModelError(f"{what} {path} unreadable: {e}") from None
+        model = model_from_json(data, str(path), known=known)
+        if model.features != tuple(known):
+            unknown = sorted(set(model.features) - set(known))
             raise ModelError(
-                f"ranker model {path} was trained on features this llmc lacks ({unknown}; "
-                "retrain it: `llmc train ranker`)"
+                f"{what} {path} was trained on features this llmc lacks ({unknown}; "
+                f"retrain it: `{retrain}`)"
             )
         _CACHE[key] = model
         return model
@@ -376,6 +382,7 @@ __all__ = [
     "RankerModel",
     "blend_rrf",
     "load_model",
+    "load_trees",
     "model_from_json",
     "open_routes",
     "rank_pool",

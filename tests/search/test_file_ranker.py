@@ -146,3 +146,17 @@ def test_cli_files_says_which_ranker_ordered_them(
     monkeypatch.setenv("LLMC_SEARCH__FILE_RANKER", "best")
     bad = runner.invoke(main, [*args, "apply_discount"])
     assert bad.exit_code != 0 and "search.file_ranker must be one of" in bad.output
+
+
+def test_a_model_over_unknown_features_is_refused_with_the_command_to_run(tmp_path) -> None:
+    from llmc.errors import ModelError
+    from llmc.search.file_ranker import DEFAULT_MODEL
+
+    shipped = json.loads(DEFAULT_MODEL.read_text(encoding="utf-8"))
+    shipped["features"] = [*FILE_FEATURES[:-1], "file:from_the_future"]
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(shipped), encoding="utf-8")
+    with pytest.raises(ModelError, match="llmc train file-ranker"):
+        load_file_model(path)
+    with pytest.raises(ModelError, match="not found"):
+        load_file_model(tmp_path / "none.json")
