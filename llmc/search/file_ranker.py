@@ -11,16 +11,20 @@ training code. Chosen on validation projects: docs/reports/2026-11-27-file-ranke
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from llmc.errors import ConfigError
+from llmc.errors import ConfigError, ModelError
 from llmc.search.file_features import CANDIDATES, FILE_FEATURES, feature_rows
 from llmc.search.learned import RankerModel, load_trees
 
 MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "file_ranker"
 DEFAULT_MODEL = MODEL_DIR / "model.json"
 FILE_RANKERS = ("learned", "fusion")
+
+log = logging.getLogger(__name__)
+_WARNED: set[str] = set()
 
 
 def load_file_model(path: Path | None = None) -> RankerModel:
@@ -31,12 +35,22 @@ def load_file_model(path: Path | None = None) -> RankerModel:
 
 
 def configured_model(choice: str) -> RankerModel | None:
-    """The model ``search.file_ranker`` asks for (None for ``fusion``)."""
+    """The model ``search.file_ranker`` asks for: None for ``fusion``, and for ``learned``
+    when the shipped model is missing or unreadable (the fused order answers, after one
+    warning a process, as the span ranker does)."""
     if choice not in FILE_RANKERS:
         raise ConfigError(
             f"search.file_ranker must be one of {', '.join(FILE_RANKERS)}, got {choice!r}"
         )
-    return load_file_model() if choice == "learned" else None
+    if choice != "learned":
+        return None
+    try:
+        return load_file_model()
+    except ModelError as e:
+        if str(e) not in _WARNED:
+            _WARNED.add(str(e))
+            log.warning("%s: file-level answers keep the fused order", e)
+        return None
 
 
 def learned_order(

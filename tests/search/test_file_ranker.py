@@ -160,3 +160,18 @@ def test_a_model_over_unknown_features_is_refused_with_the_command_to_run(tmp_pa
         load_file_model(path)
     with pytest.raises(ModelError, match="not found"):
         load_file_model(tmp_path / "none.json")
+
+
+def test_a_missing_model_leaves_the_fused_order_with_a_warning(
+    runner: CliRunner, indexed_repo, monkeypatch, tmp_path, caplog
+) -> None:
+    from llmc.search import file_ranker
+
+    monkeypatch.setattr(file_ranker, "DEFAULT_MODEL", tmp_path / "gone.json")
+    assert file_ranker.configured_model("learned") is None
+    assert "keep the fused order" in caplog.text
+    args = ["search", "--json", "--files", "--repo", str(indexed_repo), "-k", "3"]
+    result = runner.invoke(main, [*args, "apply_discount total_price"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["file_ranker"] == "fusion" and out["files"][0]["path"] == "src/shop/cart.py"
