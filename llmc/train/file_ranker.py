@@ -65,18 +65,13 @@ class FileQuery:
 def query_rows(searcher: Any, query: str, grades: dict[str, int], project: str, kind: str,
                answer: Sequence[str]) -> FileQuery | None:  # fmt: skip
     """A query's candidates and rows, as ``llmc search --files`` would rank them."""
+    from types import SimpleNamespace
+
     spans = [r.path for r in searcher.search(query, k=FILE_SPANS).results]
     whole = searcher.whole_files(query)
     weight = searcher.cfg.search.file_bm25_weight
-
-    class _P:
-        __slots__ = ("path",)
-
-        def __init__(self, path: str) -> None:
-            self.path = path
-
-    order = [h.path for h in group_by_file([_P(p) for p in spans], CANDIDATES, whole=whole,
-                                           whole_weight=weight)]  # fmt: skip
+    listed = [SimpleNamespace(path=p) for p in spans]
+    order = [h.path for h in group_by_file(listed, CANDIDATES, whole=whole, whole_weight=weight)]
     if not order:
         return None
     rows = feature_rows(query, spans, whole if weight > 0 else (), order)

@@ -175,3 +175,24 @@ def test_a_missing_model_leaves_the_fused_order_with_a_warning(
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["file_ranker"] == "fusion" and out["files"][0]["path"] == "src/shop/cart.py"
+
+
+def test_training_rows_are_the_query_time_rows_and_scores_by_hand() -> None:
+    from llmc.train.file_ranker import query_rows, scores
+
+    class Fake:
+        cfg = SimpleNamespace(search=SimpleNamespace(file_bm25_weight=0.2))
+
+        def search(self, query, k=None):
+            return SimpleNamespace(results=[_span(p, 1) for p in ("a.py", "b.py", "a.py")])
+
+        def whole_files(self, query):
+            return ["c.py"]
+
+    fq = query_rows(Fake(), "b crashes", {"b.py": 3}, "p", "commit", ["b.py"])
+    # a.py 1/11, b.py 1/12, c.py only in the whole-file list 0.2/11
+    assert fq.order == ["a.py", "b.py", "c.py"]
+    assert fq.rows == feature_rows("b crashes", ["a.py", "b.py", "a.py"], ["c.py"], fq.order)
+    plain = scores([fq])["commit"]
+    assert plain["acc@1"] == 0 and plain["acc@5"] == 1 and plain["mrr@10"] == 0.5
+    assert plain["ndcg@10"] == pytest.approx(7 / math.log2(3) / 7, abs=1e-4) and plain["n"] == 1
