@@ -397,13 +397,13 @@ def _specs(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(v.strip() for value in values for v in value.split(",") if v.strip())
 
 
-def _train_command() -> str:
-    """This run's command line, as TRAINING.json records it."""
+def _train_command(name: str) -> str:
+    """This run's command line (``llmc train NAME ...``), as TRAINING.json records it."""
     import shlex
 
     argv = sys.argv[1:]
-    rest = argv[argv.index("reranker") + 1 :] if "reranker" in argv else argv
-    return shlex.join(["llmc", "train", "reranker", *rest])
+    rest = argv[argv.index(name) + 1 :] if name in argv else []
+    return shlex.join(["llmc", "train", name, *rest])
 
 
 @train_group.command("reranker")
@@ -466,7 +466,7 @@ def train_reranker_cmd(
         TrainOptions(**{k: v for k, v in options.items() if v is not None}),  # type: ignore[arg-type]
         _specs(projects), _specs(holdout), out, cache_dir, eval_queries,
         tuple(eval_max_length), check_fp32, threads, eval_only,
-        command=_train_command(),
+        command=_train_command("reranker"),
     )  # fmt: skip
     click.echo(json.dumps(summary(job, run(job)), indent=2))
 
@@ -542,8 +542,7 @@ def train_ranker_cmd(
         max_mention_queries=max_mention_queries, valid_doc_queries=valid_doc_queries,
         doc_weight=doc_weight, kinds=_ranker_kinds(_specs(kinds)), seed=seed, threads=threads,
         ablate=ablate, projects=_specs(projects),
-        command=" ".join(["llmc", "train", "ranker", *sys.argv[sys.argv.index("ranker") + 1 :]])
-        if "ranker" in sys.argv else "llmc train ranker",
+        command=_train_command("ranker"),
         progress=lambda line: click.echo(line, err=True),
     )  # fmt: skip
     if out is not None:
@@ -580,7 +579,7 @@ def train_file_ranker_cmd(
     job = FileRankerJob(
         mirrors=mirrors_dir(), cache_dir=corpora.default_cache_dir("train"), eval_cache=eval_cache,
         projects=_specs(projects), validation=_specs(validation), seed=seed,
-        command=" ".join(["llmc", "train", "file-ranker", *sys.argv[2:]]),
+        command=_train_command("file-ranker"),
         progress=lambda line: click.echo(line, err=True),
     )  # fmt: skip
     if out is not None:

@@ -1,7 +1,8 @@
 """The features of the learned **file** ranker (file-level answers: ``llmc search --files``,
 ``"group": "file"``): one row per candidate file of one query, from what a file-level answer
 already has, with no further search: the span list (its files' ranks and span counts), the
-whole-file BM25 list, the query's text and the file's path.
+whole-file BM25 list, the plain BM25 + dense RRF order of the same retrieval
+(``Searcher.plain_files``), the query's text and the file's path.
 
 Candidates are the first ``CANDIDATES`` files of the fused order ``files.group_by_file``
 gives without the ranker (span list by best span, fused with the whole-file list), so the
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from llmc.search.evidence import frames, is_changelog
 
 CANDIDATES = 40  # files of the plain fused order the ranker reorders
+PLAIN_ABSENT = 101  # the rank a file outside the plain order's 100 spans reads as
 
 FILE_FEATURES = (
     "file:fused_rank",  # its place in the plain fused order (1 = first)
@@ -41,6 +43,8 @@ FILE_FEATURES = (
     "query:traceback",
     "file:same_dir_as_first",  # in the directory of the plain order's first file
     "path:depth",
+    "plain:best_rank_log",  # log of its best span's rank in the plain BM25 + dense RRF order
+    "plain:spans",  # how many of that order's spans lie in it
 )
 _WORD = re.compile(r"[a-z_][a-z0-9_]{2,}")
 _TEST = re.compile(
@@ -72,12 +76,17 @@ def _ranks(paths: Sequence[str]) -> dict[str, list[int]]:
 
 
 def feature_rows(
-    query: str, span_paths: Sequence[str], whole: Sequence[str], order: Sequence[str]
-) -> list[list[float]]:
+    query: str, span_paths: Sequence[str], whole: Sequence[str], order: Sequence[str],
+    plain: Sequence[str] = (),
+) -> list[list[float]]:  # fmt: skip
     """One row of ``FILE_FEATURES`` per file of ``order`` (the plain fused order, at most
-    ``CANDIDATES``), from the span list's paths (best first) and the whole-file list."""
+    ``CANDIDATES``), from the span list's paths (best first), the whole-file list and the
+    paths of the plain BM25 + dense RRF order of the same retrieval (``plain``: empty when
+    the searcher has none, then every file reads as absent from it)."""
     n = len(span_paths)
     ranks = _ranks(span_paths)
+    plain_ranks = _ranks(plain)
+    absent = math.log(PLAIN_ABSENT)
     whole_rank = {p: i for i, p in enumerate(dict.fromkeys(whole), start=1)}
     low = query.lower()
     words = set(_WORD.findall(low))
@@ -114,6 +123,8 @@ def feature_rows(
                 traceback,
                 1.0 if here == first_dir else 0.0,
                 float(path.count("/")),
+                math.log(min(plain_ranks[path])) if path in plain_ranks else absent,
+                float(len(plain_ranks.get(path, ()))),
             ]
         )
     return rows

@@ -55,7 +55,7 @@ def configured_model(choice: str) -> RankerModel | None:
 
 def learned_order(
     model: RankerModel, query: str, span_paths: Sequence[str], whole: Sequence[str],
-    order: Sequence[str],
+    order: Sequence[str], plain: Sequence[str] = (),
 ) -> tuple[list[str], dict[str, float]]:  # fmt: skip
     """``order`` (the plain fused file order) with its first ``CANDIDATES`` files sorted by
     the model's score (ties keep their plain order), the rest after them as they were;
@@ -65,7 +65,7 @@ def learned_order(
     head = list(order[:CANDIDATES])
     if len(head) < 2:
         return list(order), {}
-    rows = np.asarray(feature_rows(query, span_paths, whole, head), dtype=np.float64)
+    rows = np.asarray(feature_rows(query, span_paths, whole, head, plain), dtype=np.float64)
     scores = model.predict(rows)
     ranked = [head[i] for i in np.argsort(-scores, kind="stable")]
     return ranked + list(order[CANDIDATES:]), {

@@ -86,6 +86,7 @@ def group_by_file(
     whole_weight: float = 0.0,
     query: str = "",
     ranker: Any = None,
+    plain: Sequence[str] = (),
 ) -> list[FileHit]:
     """The ``k`` best files of ``results`` (spans, best first), each with its first
     ``spans_per_file`` spans; ties keep the order of the files' best spans. With
@@ -111,7 +112,8 @@ def group_by_file(
     if ranker is not None and query:
         from llmc.search.file_ranker import learned_order
 
-        order, learned = learned_order(ranker, query, [r.path for r in results], whole, order)
+        listed = [r.path for r in results]
+        order, learned = learned_order(ranker, query, listed, whole, order, plain)
         scores = {**scores, **learned}
     return [
         FileHit(
@@ -127,24 +129,29 @@ def group_by_file(
 def whole_file_args(searcher: Any, query: str) -> dict[str, Any]:
     """``group_by_file``'s / ``files_json``'s file-level arguments for ``searcher`` (a
     ``Searcher``: its whole-file list, ``search.file_bm25_weight``, and the learned file
-    ranker's model when ``search.file_ranker`` is ``learned``); empty for any other
+    ranker's model when ``search.file_ranker`` is ``learned``, with the plain RRF order of
+    its last search of ``query``: ``Searcher.plain_files``); empty for any other
     searcher, whose files then come from its span list alone."""
     ask = getattr(searcher, "whole_files", None)
     if not callable(ask):
         return {}
     from llmc.search.file_ranker import configured_model
 
+    ranker = configured_model(searcher.cfg.search.file_ranker)
+    plain = getattr(searcher, "plain_files", None)
     return {
         "whole": ask(query),
         "whole_weight": searcher.cfg.search.file_bm25_weight,
         "query": query,
-        "ranker": configured_model(searcher.cfg.search.file_ranker),
+        "ranker": ranker,
+        "plain": plain(query) if ranker is not None and callable(plain) else [],
     }
 
 
 def files_json(
     response: dict[str, Any], k: int, spans_per_file: int = SPANS_PER_FILE,
     whole: Sequence[str] = (), whole_weight: float = 0.0, query: str = "", ranker: Any = None,
+    plain: Sequence[str] = (),
 ) -> dict:  # fmt: skip
     """A span answer's JSON (``SearchResponse.to_json``) turned into the file-level one:
     ``results`` replaced by ``files``, everything else kept; ``whole``: the whole-file
@@ -154,7 +161,7 @@ def files_json(
     rows = [SimpleNamespace(**r) for r in response.get("results", [])]
     hits = group_by_file(
         rows, k, spans_per_file=spans_per_file, whole=whole, whole_weight=whole_weight,
-        query=query, ranker=ranker,
+        query=query, ranker=ranker, plain=plain,
     )  # fmt: skip
     out = {key: v for key, v in response.items() if key != "results"}
     out["group"] = "file"

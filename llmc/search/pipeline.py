@@ -38,6 +38,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -81,6 +83,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MAX_K = 1000
 RANKERS = ("fusion", "learned", "auto")
+PLAIN_DEPTH = 100  # spans of the plain RRF order kept for a file-level answer
+PLAIN_KEPT = 64  # queries whose plain order a searcher keeps (a daemon's concurrent asks)
 
 Found = list[tuple[Candidate, SearchResult]]
 
@@ -102,6 +106,7 @@ class Searcher:
         self._hyde_stage: HydeStage | None = None
         self._ranker: learned.LearnedStage | None = None
         self._files: FileIndex | None = None  # the whole-file index, opened when first asked
+        self._plain: OrderedDict[str, tuple[RankedList, ...]] = OrderedDict()  # plain_files
 
     # -- lifecycle ----------------------------------------------------------------------
     def __enter__(self) -> Searcher:
@@ -161,6 +166,30 @@ class Searcher:
                 return []
         return [m.path for m in matches if (self.root / m.path).is_file()]
 
+    def plain_files(self, query: str) -> list[str]:
+        """The paths of the plain BM25 + dense RRF order (top ``PLAIN_DEPTH`` spans) of
+        this searcher's last search of ``query`` (the retrievers' own lists, no further
+        search; empty when it was not searched lately or ``search.file_ranker`` is not
+        ``learned``): the learned file ranker reads where each file stands in it."""
+        with self._lock:
+            lists = self._plain.get(query)
+            if not lists:
+                return []
+            order = learned.rrf_order(lists, PLAIN_DEPTH)
+            ids = sorted(order, key=order.__getitem__)[:PLAIN_DEPTH]
+            paths = self.sources.paths(ids)
+        return [paths[i] for i in ids if i in paths]
+
+    def _keep_plain(self, query: str, lists: Sequence[RankedList]) -> None:
+        """Keep a query's retrieved lists for ``plain_files`` (the file-level answer that
+        follows asks for them; a span answer never does, so nothing is computed here)."""
+        if self.cfg.search.file_ranker != "learned" or not lists:
+            return
+        self._plain[query] = tuple(lists)
+        self._plain.move_to_end(query)
+        while len(self._plain) > PLAIN_KEPT:
+            self._plain.popitem(last=False)
+
     # -- the pipeline -------------------------------------------------------------------
     def search(
         self, query: str, k: int | None = None, route: str | None = None, explain: bool = False
@@ -192,6 +221,7 @@ class Searcher:
             except _sqlite_error() as e:
                 raise StoreError(f"reading the index failed: {e} (run `llmc index`)") from e
             self._learn_costs(trace, started)
+            self._keep_plain(query, trace.retrieved)
         return SearchResponse(
             query=text,
             route=decision,
@@ -227,6 +257,7 @@ class Searcher:
             decision, found_exact, lists = self._retrieve(
                 parts, k, decision, found_exact, trace, use, spend
             )
+            trace.retrieved = lists
             fused = self._learned_rank(
                 focus, decision, lists, found_exact, trace, explain, k, parts
             )

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from llmc.search.hyde_report import HydeReport
+    from llmc.search.types import RankedList
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,7 @@ class Trace:
         self.warnings: list[str] = list(warnings)
         self.hyde: HydeReport | None = None
         self.query_vectors: dict[str, np.ndarray] = {}  # model id → the query's vector
+        self.retrieved: list[RankedList] = []  # the retrievers' lists (pipeline._run)
 
     @contextlib.contextmanager
     def stage(self, name: str) -> Iterator[None]:

@@ -74,7 +74,9 @@ def query_rows(searcher: Any, query: str, grades: dict[str, int], project: str, 
     order = [h.path for h in group_by_file(listed, CANDIDATES, whole=whole, whole_weight=weight)]
     if not order:
         return None
-    rows = feature_rows(query, spans, whole if weight > 0 else (), order)
+    rows = feature_rows(
+        query, spans, whole if weight > 0 else (), order, searcher.plain_files(query)
+    )
     return FileQuery(project, kind, order, rows, dict(grades), list(answer))
 
 

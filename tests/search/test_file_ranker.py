@@ -189,10 +189,36 @@ def test_training_rows_are_the_query_time_rows_and_scores_by_hand() -> None:
         def whole_files(self, query):
             return ["c.py"]
 
+        def plain_files(self, query):
+            return ["b.py", "c.py"]
+
     fq = query_rows(Fake(), "b crashes", {"b.py": 3}, "p", "commit", ["b.py"])
     # a.py 1/11, b.py 1/12, c.py only in the whole-file list 0.2/11
     assert fq.order == ["a.py", "b.py", "c.py"]
-    assert fq.rows == feature_rows("b crashes", ["a.py", "b.py", "a.py"], ["c.py"], fq.order)
+    want = feature_rows("b crashes", ["a.py", "b.py", "a.py"], ["c.py"], fq.order, ["b.py", "c.py"])
+    assert fq.rows == want
     plain = scores([fq])["commit"]
     assert plain["acc@1"] == 0 and plain["acc@5"] == 1 and plain["mrr@10"] == 0.5
     assert plain["ndcg@10"] == pytest.approx(7 / math.log2(3) / 7, abs=1e-4) and plain["n"] == 1
+
+
+def test_a_search_keeps_its_plain_rrf_order_for_the_file_answer(indexed_repo) -> None:
+    from llmc.config import load_config
+    from llmc.search import Searcher
+
+    cfg = load_config(indexed_repo)
+    with Searcher(indexed_repo, cfg) as searcher:
+        assert searcher.plain_files("apply_discount total_price") == []  # not searched yet
+        searcher.search("apply_discount total_price", k=100)
+        plain = searcher.plain_files("apply_discount total_price")
+        assert plain and all((indexed_repo / p).is_file() for p in plain)
+        assert "src/shop/cart.py" in plain[:3]
+        assert searcher.plain_files("something else") == []
+    with Searcher(indexed_repo, cfg) as searcher:
+        searcher.search("fetchOrders", k=10)
+        again = searcher.plain_files("fetchOrders")
+    fusion = cfg.with_values({"search.file_ranker": "fusion"}, "test")
+    with Searcher(indexed_repo, fusion) as searcher:
+        searcher.search("fetchOrders", k=10)
+        assert searcher.plain_files("fetchOrders") == []  # only the learned file ranker reads it
+    assert again[0] == "web/orders.js"
