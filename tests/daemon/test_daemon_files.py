@@ -15,6 +15,7 @@ def test_search_group_file_over_the_socket(shared_daemon):
     out = shared_daemon.search("save a session token", k=2, group="file")
     assert out["group"] == "file" and "results" not in out
     assert out["whole_file_weight"] > 0  # the whole-file BM25 list, fused in (.llmc/files/)
+    assert out["file_ranker"] == "learned"  # the learned file ranker ordered them
     paths = [f["path"] for f in out["files"]]
     assert paths[0] == "app/store.py"
     assert len(paths) == len(set(paths)) <= 2
@@ -43,6 +44,7 @@ def test_sdk_client_search_group_file(indexed_repo, tmp_path):  # noqa: F811
         )
         assert not found.is_error, _text(found)
         files = found.structured_content["files"]
+        assert found.structured_content["file_ranker"] == "learned"
         assert files[0]["path"] == "app/store.py" and files[0]["spans"]
         assert len({f["path"] for f in files}) == len(files) <= 2
         assert _text(found).startswith(f"{len(files)} files for")
