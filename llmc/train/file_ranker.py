@@ -31,6 +31,7 @@ from typing import Any
 
 from llmc.errors import TrainError
 from llmc.search.file_features import CANDIDATES, FILE_FEATURES, feature_rows
+from llmc.search.file_ranker import MODEL_DIR
 from llmc.search.files import FILE_SPANS, group_by_file
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,6 @@ PARAMS = {
     "colsample_bytree": 0.8,
     "lambdarank_truncation_level": 10,
 }
-MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "file_ranker"
 
 
 @dataclass
