@@ -190,6 +190,23 @@ def test_shipped_written_reports_answer_as_their_commits_do() -> None:
             assert q.id == ID_PREFIX + sha[:12]
             want = [(j.path, j.grade) for j in by_sha[sha].relevant if j.grade >= 2]
             assert [(j.path, j.grade) for j in q.relevant] == want
-        mined = load_queries(reports.queries_path(name))
+        path = reports.queries_path(name)
+        mined = load_queries(path) if path.stat().st_size else []  # typer: none kept
         loaded = reports.load_report_queries(name)
         assert [q.id for q in loaded] == [q.id for q in mined] + [q.id for q in load_written(name)]
+
+
+def test_a_project_with_written_reports_only_has_a_report_set(tmp_path, monkeypatch) -> None:
+    """A history with no report-length commit (mined set empty) still runs task (d) on its
+    written reports; a project with neither has no report set."""
+    from llmc.eval.protocol import report_written
+
+    monkeypatch.setattr(reports, "SETS_DIR", tmp_path)
+    monkeypatch.setattr(report_written, "SETS_DIR", tmp_path)
+    (tmp_path / "only-written.jsonl").write_text("", encoding="utf-8")  # mined: none kept
+    row = {"query": "Crash\n\nIt crashes.", "intent": "code", "id": "written:" + "a" * 12,
+           "relevant": [{"path": "pkg/a.py", "grade": 3}]}  # fmt: skip
+    (tmp_path / "only-written.written.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    (tmp_path / "nothing.jsonl").write_text("", encoding="utf-8")
+    assert reports.has_reports("only-written") and not reports.has_reports("nothing")
+    assert [q.id for q in reports.load_report_queries("only-written")] == ["written:" + "a" * 12]

@@ -65,13 +65,24 @@ def queries_path(name: str) -> Path:
     return SETS_DIR / f"{name.lower()}.jsonl"
 
 
+def has_reports(name: str) -> bool:
+    """Whether ``name`` has a report set: mined reports, written ones, or both (a history
+    with no report-length commit can still have written reports)."""
+    from llmc.eval.protocol.report_written import written_path
+
+    return any(
+        p.is_file() and p.stat().st_size > 0 for p in (queries_path(name), written_path(name))
+    )
+
+
 def load_report_queries(name: str, max_queries: int | None = None) -> list[EvalQuery]:
     path = queries_path(name)
     if not path.is_file():
         raise EvalError(f"reports task: no mined reports for {name} (see {PROJECTS_FILE})")
     from llmc.eval.protocol.report_written import load_written
 
-    queries = load_queries(path) + load_written(name)  # mined first, then written
+    mined = load_queries(path) if path.stat().st_size > 0 else []  # none kept: empty file
+    queries = mined + load_written(name)  # mined first, then written
     return queries[:max_queries] if max_queries else queries
 
 
@@ -301,6 +312,7 @@ __all__ = [
     "SPANS",
     "SYSTEMS",
     "TASK",
+    "has_reports",
     "load_report_queries",
     "mine_project",
     "rank_files",

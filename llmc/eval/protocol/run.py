@@ -192,15 +192,9 @@ def _task_projects(task: str, chosen: Sequence[SplitProject]) -> Sequence[SplitP
     if task == COMMITS:
         return [sp for sp in chosen if _has_commit_set(sp.name)]
     if task == REPORTS:
-        from llmc.eval.protocol.reports import queries_path
+        from llmc.eval.protocol.reports import has_reports
 
-        return [
-            sp
-            for sp in chosen
-            if _has_commit_set(sp.name)
-            and queries_path(sp.name).is_file()
-            and queries_path(sp.name).stat().st_size > 0
-        ]
+        return [sp for sp in chosen if _has_commit_set(sp.name) and has_reports(sp.name)]
     return chosen
 
 
