@@ -68,6 +68,23 @@ def path_class(path: str) -> str:
     return "code"
 
 
+def _path_suffix(longer: str, shorter: str) -> bool:
+    """``shorter`` is ``longer`` or its tail at a directory boundary (``pkg/mod.py`` of
+    ``/home/x/proj/pkg/mod.py``, never ``a.py`` of ``data.py``)."""
+    return longer == shorter or longer.endswith("/" + shorter)
+
+
+def names_path(low_query: str, low_path: str, frame_paths: Sequence[str]) -> bool:
+    """Whether the (lowercased) query names the repository path: in prose, as a whole path
+    or a path's tail (not inside a longer name: ``a.py`` is not named by ``data.py``), or
+    as a traceback frame's file (the frame's path ends with the repository path, or the
+    other way round)."""
+    if any(_path_suffix(fp, low_path) or _path_suffix(low_path, fp) for fp in frame_paths):
+        return True
+    pattern = r"(?<![\w.-])" + re.escape(low_path) + r"(?![\w-])"
+    return re.search(pattern, low_query.replace("\\", "/")) is not None
+
+
 def _ranks(paths: Sequence[str]) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     for i, p in enumerate(paths, start=1):
@@ -101,9 +118,7 @@ def feature_rows(
         stem = lowp.rsplit("/", 1)[-1].rsplit(".", 1)[0]
         dirs = [d for d in lowp.split("/")[:-1] if len(d) >= 3]
         cls = path_class(path)
-        named_path = lowp in low or any(
-            fp.endswith(lowp) or lowp.endswith(fp) for fp in frame_paths
-        )
+        named_path = names_path(low, lowp, frame_paths)
         here = path.rsplit("/", 1)[0] if "/" in path else ""
         rows.append(
             [
@@ -130,4 +145,4 @@ def feature_rows(
     return rows
 
 
-__all__ = ["CANDIDATES", "FILE_FEATURES", "feature_rows", "path_class"]
+__all__ = ["CANDIDATES", "FILE_FEATURES", "feature_rows", "names_path", "path_class"]

@@ -1,8 +1,8 @@
 """``llmc train file-ranker``: the learned file ranker (``llmc.search.file_ranker``).
 
-**Data (train projects only):** the histories of the span ranker's train projects
-(``ranker_kinds.HISTORIES``, local mirrors): a base about ``REPORT_AFTER`` commits before the
-mirror's head, its snapshot as the corpus (the span ranker's history corpora, shared), and
+**Data (train projects only):** the git histories of ``file_histories()`` (the span
+ranker's train histories and ``MORE_HISTORIES``, local mirrors): a base about
+``REPORT_AFTER`` commits before the mirror's head, its snapshot as the corpus (the span ranker's history corpora, shared), and
 from base..head every commit that reads as a report (task (d)'s rules) and up to
 ``MAX_COMMITS`` commit subjects (task (c)'s rules), each → the files its change touched,
 graded as those tasks grade them. Each query is searched with the default pipeline (the
@@ -37,6 +37,23 @@ from llmc.search.files import FILE_SPANS, group_by_file
 log = logging.getLogger(__name__)
 
 MAX_COMMITS = 150  # commit subjects per train history
+# The span ranker's train histories and more: train-split projects (llmc/eval/protocol/
+# projects.json), the span ranker's train projects (tqdm, h2) and one that was never in
+# any split (isort); none is a validation, test or reserved project
+# (tests/train/test_ranker_kinds.py checks that). markdown-it (JavaScript) is left out: its
+# Python port markdown-it-py is a validation project. Tried and dropped: pluggy (its
+# history yielded no query), fsspec and js-yaml (their mirrors lack objects their
+# histories need).
+MORE_HISTORIES = {
+    "tenacity": "jd/tenacity",
+    "toolz": "pytoolz/toolz",
+    "tornado": "tornadoweb/tornado",
+    "trio": "python-trio/trio",
+    "rich": "Textualize/rich",
+    "tqdm": "tqdm/tqdm",
+    "h2": "python-hyper/h2",
+    "isort": "PyCQA/isort",
+}
 PARAMS = {
     "objective": "lambdarank",
     "n_estimators": 300,
@@ -192,22 +209,30 @@ class FileRankerJob:
     progress: Callable[[str], None] | None = None
 
 
+def file_histories() -> dict[str, str]:
+    """The file ranker's train histories, name → GitHub ``owner/name``: the span
+    ranker's (``ranker_kinds.HISTORIES``) and ``MORE_HISTORIES``."""
+    from llmc.train.ranker_kinds import HISTORIES
+
+    return {**HISTORIES, **MORE_HISTORIES}
+
+
 def run(job: FileRankerJob) -> dict[str, Any]:
     """Collect, fit, check, write ``model.json`` and ``TRAINING.json``; the report."""
     import numpy as np
 
     from llmc.search.learned import model_from_json
     from llmc.train.ranker_dump import check_dump, dump_model
-    from llmc.train.ranker_kinds import HISTORIES
 
+    histories = file_histories()
     started = time.perf_counter()
     say = job.progress or (lambda line: None)
-    names = list(job.projects) or list(HISTORIES)
+    names = list(job.projects) or list(histories)
     train: list[FileQuery] = []
     for name in names:
-        if name not in HISTORIES:
-            raise TrainError(f"{name}: not a train history ({', '.join(HISTORIES)})")
-        found = history_queries(name, HISTORIES[name], job.mirrors, job.cache_dir)
+        if name not in histories:
+            raise TrainError(f"{name}: not a train history ({', '.join(histories)})")
+        found = history_queries(name, histories[name], job.mirrors, job.cache_dir)
         say(f"{name}: {len(found)} queries")
         train += found
     model = fit(train, job.seed, job.threads)
@@ -247,4 +272,14 @@ def run(job: FileRankerJob) -> dict[str, Any]:
     return report
 
 
-__all__ = ["FileQuery", "FileRankerJob", "PARAMS", "fit", "query_rows", "run", "scores"]
+__all__ = [
+    "MORE_HISTORIES",
+    "FileQuery",
+    "FileRankerJob",
+    "PARAMS",
+    "file_histories",
+    "fit",
+    "query_rows",
+    "run",
+    "scores",
+]

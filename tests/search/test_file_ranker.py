@@ -60,6 +60,22 @@ def test_feature_rows_by_hand() -> None:
     assert all(len(r) == len(FILE_FEATURES) for r in rows)
 
 
+def test_a_path_is_named_at_a_path_boundary_only() -> None:
+    from llmc.search.file_features import names_path
+
+    frames = ["/home/x/venv/site-packages/pkg/data.py"]
+    assert names_path("", "pkg/data.py", frames)
+    assert not names_path("", "a.py", frames)  # "a.py" is the tail of "data.py", not a file
+    assert not names_path("", "pkg/a.py", ["/srv/pkg/data.py"])
+    assert names_path("", "src/pkg/mod.py", ["pkg/mod.py"])  # a frame relative to src/
+    assert names_path("see pkg/mod.py: it breaks", "pkg/mod.py", [])
+    assert names_path("in c:\\work\\pkg\\mod.py, line 3", "pkg/mod.py", [])
+    assert names_path("edit `mod.py`.", "mod.py", [])
+    assert not names_path("the data.py module", "a.py", [])
+    assert not names_path("mod.pyc is stale", "mod.py", [])
+    assert not names_path("my-mod.py fails", "mod.py", [])
+
+
 def test_the_shipped_model_loads_over_these_features() -> None:
     model = load_file_model()
     assert model.features == FILE_FEATURES and model.trees > 10

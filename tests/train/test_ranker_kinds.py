@@ -76,6 +76,16 @@ def test_history_projects_are_train_projects_only() -> None:
     assert not set(HISTORIES) & (held | set(reserved_names()))
 
 
+def test_file_ranker_histories_are_never_validation_test_or_reserved() -> None:
+    from llmc.train.file_ranker import MORE_HISTORIES, file_histories
+
+    held = {p.name.lower() for p in protocol_projects() if p.split != "train"}
+    assert set(HISTORIES) < set(file_histories())
+    names = set(file_histories()) | {r.split("/")[1].lower() for r in file_histories().values()}
+    assert not names & (held | set(reserved_names()))
+    assert {"tornado", "isort"} <= set(MORE_HISTORIES)
+
+
 def test_find_git_dir(tmp_path) -> None:
     import subprocess
 
