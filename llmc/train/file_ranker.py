@@ -5,9 +5,10 @@ ranker's train histories and ``MORE_HISTORIES``, local mirrors): a base about
 ``REPORT_AFTER`` commits before the mirror's head, its snapshot as the corpus (the span
 ranker's history corpora, shared), and from base..head every commit that reads as a
 report (task (d)'s rules) and up to ``MAX_COMMITS`` commit subjects (task (c)'s rules),
-each → the files its change touched, graded as those tasks grade them. Each query is searched with the default pipeline (the
-span list ``--files`` asks for, the whole-file list), and every candidate file of the plain
-fused order gets ``file_features.feature_rows``, the very rows the query-time ranker builds.
+each → the files its change touched, graded as those tasks grade them. Each query is
+searched with the default pipeline (the span list ``--files`` asks for, the whole-file
+list), and every candidate file of the plain fused order gets
+``file_features.feature_rows``, the very rows the query-time ranker builds.
 
 **Fit:** LightGBM lambdarank (``PARAMS``, chosen on the protocol's validation projects:
 docs/reports/2026-11-27-file-ranker-validation.md), dumped as ``learned.FORMAT`` JSON over
