@@ -10,7 +10,8 @@ run, which walks the tree, so a path the filter missed costs a stat, never a wro
 
 Watches are placed on the root (not recursive) and on each top-level directory that is not
 skipped (recursive), so ``node_modules/``, ``.venv/`` or ``.git/`` at the top cost no inotify
-watches. Top-level directories created, renamed or deleted later are re-watched.
+watches. Top-level directories created, renamed or deleted later are re-watched, and the
+files a new one already holds when its watch is placed join the batch (they sent no event).
 
 Memory is bounded whatever the burst (a branch switch of 100k files, a build writing into
 the tree): at most ``MAX_PENDING_PATHS`` paths are kept for a batch, the rest only counted.
@@ -173,6 +174,22 @@ class Watcher:
         except OSError as e:  # e.g. the inotify watch limit
             log.warning("cannot watch %s/: %s", name, e)
 
+    def _files_under(self, top: str) -> list[str]:
+        """The files already in top-level directory ``top`` once it is watched: those
+        written between its creation (or move into the tree) and its watch sent no event
+        (a checkout fills a new directory faster than a watch is placed). At most
+        ``max_pending`` + 1 of them: past that the batch overflows anyway."""
+        if top not in self._watches:
+            return []
+        out: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(self.root / top):
+            here = Path(dirpath).relative_to(self.root).as_posix()
+            dirnames[:] = [d for d in dirnames if self.filter(f"{here}/{d}", is_dir=True)]
+            out += [r for f in filenames if self.filter(r := f"{here}/{f}")]
+            if len(out) > self.max_pending:
+                return out[: self.max_pending + 1]
+        return out
+
     def _unwatch_top(self, name: str) -> None:
         watch = self._watches.pop(name, None)
         if watch is not None:
@@ -195,6 +212,7 @@ class Watcher:
         if is_dir and event_type == "modified":
             return  # a directory's mtime: its entries' own events carry the news
         rels = [r for r in (self._rel(src), self._rel(dest) if dest else None) if r]
+        found: list[str] = []
         for rel in rels:
             if is_dir and "/" not in rel:  # a top-level directory came, went or moved
                 if event_type in ("deleted", "moved") and rel == self._rel(src):
@@ -202,7 +220,8 @@ class Watcher:
                 if (self.root / rel).is_dir():
                     self._unwatch_top(rel)  # a renamed dir's old watch reports stale paths
                     self._watch_top(rel)
-        keep = [r for r in rels if self.filter(r, is_dir=is_dir)]
+                    found += self._files_under(rel)
+        keep = [r for r in rels if self.filter(r, is_dir=is_dir)] + found
         if not keep:
             return
         now = time.monotonic()

@@ -68,3 +68,26 @@ def test_below_the_bound_ignored_paths_are_still_dropped(tmp_path):
     finally:
         w.stop()
     assert batches == [] and w.to_json()["paths"] == 0
+
+
+def test_the_files_of_a_directory_moved_into_the_tree_join_the_batch(tmp_path):
+    """A directory that arrives whole (moved in, or filled by a checkout before its watch
+    is placed) sends one event for itself and none for its files: they are listed when its
+    watch is placed, so the batch names them."""
+    root = make_git_repo(tmp_path / "repo", {"src/a.py": "x = 1\n"})
+    outside = tmp_path / "outside" / "fresh"
+    (outside / "deep").mkdir(parents=True)
+    for i in range(40):
+        (outside / f"f{i}.py").write_text(f"v = {i}\n")
+    (outside / "deep" / "g.py").write_text("w = 1\n")
+    (outside / "__pycache__").mkdir()
+    (outside / "__pycache__" / "f0.cpython-311.pyc").write_bytes(b"\0")
+    w, batches = _watch(root, max_pending=1000)
+    try:
+        outside.rename(root / "fresh")
+        wait_for(lambda: batches and not w.to_json()["pending_paths"], 60, "a batch")
+    finally:
+        w.stop()
+    seen = {p for b in batches for p in b}
+    assert {f"fresh/f{i}.py" for i in range(40)} | {"fresh/deep/g.py"} <= seen
+    assert not any("__pycache__" in p for p in seen)  # skipped as the indexer skips it
