@@ -32,7 +32,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from llmc.errors import DaemonUnavailable, HookError, LlmcError
-from llmc.paths import ensure_state_dir, state_dir
+from llmc.paths import (
+    check_state_dir,
+    ensure_state_dir,
+    gate_state,
+    open_state_file,
+    printable_name,
+    state_dir,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -157,10 +164,22 @@ exit 0
 
 
 def _write(path: Path, text: str, mode: int) -> None:
+    """Temp file and rename. The hooks folder may be tracked (``core.hooksPath`` naming a
+    folder of the repository), so a temp name already there (a link a commit planted) is
+    removed, never written through: the temp file is created ``O_EXCL | O_NOFOLLOW``."""
     tmp = path.with_name(f".{path.name}.llmc-tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, mode, follow_symlinks=False)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _executable_mode(mode: int) -> int:
@@ -334,28 +353,48 @@ class _ReleaseOnStart:
         log.info("%s", message)
 
 
-def _hook_logger(root: Path) -> logging.Handler | None:
+class _OneLineFormatter(logging.Formatter):
+    """One record, one line: a file name with a newline (or ESC) in it is written as
+    ``\\xNN``, so repository content can neither forge a record nor smuggle a line of code
+    into whatever the log is."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable_name(super().format(record))
+
+
+def _hook_logger(root: Path) -> logging.StreamHandler | None:
+    """The hook's log, ``.llmc/hooks.log``, opened only after the state gate and never
+    through a link (``open_state_file``)."""
     path = state_dir(root) / HOOK_LOG
     with contextlib.suppress(OSError):
-        if path.stat().st_size > LOG_ROTATE_BYTES:
-            os.replace(path, path.with_name(HOOK_LOG + ".1"))
+        st = os.lstat(path)
+        if stat.S_ISREG(st.st_mode) and st.st_size > LOG_ROTATE_BYTES:
+            os.replace(path, path.with_name(HOOK_LOG + ".1"))  # renames a link, never follows
     try:
-        handler = logging.FileHandler(path, encoding="utf-8")
-    except OSError:
+        fd = open_state_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    except OSError as e:
+        log.debug("no hook log at %s: %s", path, e)
         return None
-    handler.setFormatter(logging.Formatter("%(asctime)s pid %(process)d %(message)s"))
+    handler = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8"))
+    handler.setFormatter(_OneLineFormatter("%(asctime)s pid %(process)d %(message)s"))
     handler.setLevel(logging.INFO)
     return handler
 
 
 def notify(root: Path, hook: str) -> str:
     """What a hook runs: ask the daemon to reindex, else index here. Returns what it did:
-    ``disabled`` (no ``.llmc/`` here), ``daemon``, ``queued-behind`` (another waiting run
+    ``disabled`` (no ``.llmc/`` here), ``refused`` (a ``.llmc`` llmc will not use: a link,
+    a file, state it cannot remove), ``daemon``, ``queued-behind`` (another waiting run
     will cover this change) or ``indexed``."""
     for var in [v for v in os.environ if v.startswith("GIT_")]:
         del os.environ[var]
-    if not state_dir(root).is_dir():
-        return "disabled"
+    try:
+        if not os.path.isdir(check_state_dir(root)):
+            return "disabled"
+        gate_state(root, force=True)  # before anything under .llmc/ is opened
+    except LlmcError as e:
+        log.warning("%s: not run: %s", hook, e)
+        return "refused"
     handler = _hook_logger(root)
     llmc_log = logging.getLogger("llmc")
     level = llmc_log.level
@@ -373,6 +412,7 @@ def notify(root: Path, hook: str) -> str:
             llmc_log.removeHandler(handler)
             llmc_log.setLevel(level)
             handler.close()
+            handler.stream.close()
 
 
 def _notify(root: Path, hook: str) -> str:
@@ -386,7 +426,7 @@ def _notify(root: Path, hook: str) -> str:
         pass
     except LlmcError as e:
         log.info("%s: daemon refused (%s); indexing here", hook, e)
-    fd = os.open(state_dir(root) / PENDING_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_state_file(state_dir(root) / PENDING_LOCK, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from llmc.errors import IndexLockedError
+from llmc.paths import open_state_file, printable_name
 
 log = logging.getLogger(__name__)
 
@@ -28,13 +29,15 @@ class IndexLock:
 
     def holder(self) -> str:
         try:
-            return self.path.read_text(encoding="utf-8").strip() or "unknown process"
+            with os.fdopen(open_state_file(self.path, os.O_RDONLY), "rb") as fh:
+                text = fh.read(512).decode("utf-8", "replace")
         except OSError:
             return "unknown process"
+        return printable_name(text.strip()) or "unknown process"
 
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = open_state_file(self.path, os.O_RDWR | os.O_CREAT)  # never through a link
         deadline = time.monotonic() + self.timeout
         told = False
         while True:

@@ -8,9 +8,13 @@ them all: the backfill asks their caches (read-only, by model id and text hash) 
 its own cache lacks before it runs the model, and keeps what it borrows in its own cache.
 
 A sibling's database is read, never written, and trusted only as far as a cache miss:
-it must be a regular file in a real `.llmc/` directory owned by this user, opened
-read-only with untrusted schema off; a vector that is not a finite float32 array of the
-expected dimension is ignored. Anything that fails is a cache miss and a debug line.
+it must be a regular file in a real `.llmc/` directory owned by this user that git does
+not track there (a sibling branch can commit `.llmc/index.db` with swapped vectors: its
+checkout satisfies ownership, so ownership alone proves nothing), opened read-only with
+untrusted schema off, holding no view or trigger and an ``embedding_cache`` that is a table
+of the expected columns; every lookup runs under a step budget (a progress handler), so no
+database can hold the indexer. A vector that is not a finite float32 array of the expected
+dimension is ignored. Anything that fails is a cache miss and one line.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from llmc.paths import DB_NAME, STATE_DIR
+from llmc.paths import DB_NAME, STATE_DIR, printable_name, tracked_state
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +73,48 @@ def _own_database(root: Path) -> Path | None:
         return None
     if st_dir.st_uid != uid or st_db.st_uid != uid:
         return None
+    if tracked_state(root):
+        log.warning(
+            "worktree %s: its .llmc/ holds files git tracks (they came with a branch); its "
+            "embedding cache is not borrowed",
+            printable_name(str(root)),
+        )
+        return None
     return db
+
+
+# Steps of SQLite's virtual machine one sibling lookup may take (a 500-hash chunk on a
+# primary key costs a few thousand); past it the lookup is interrupted and is a miss.
+LOOKUP_STEPS = 2_000_000
+_PROGRESS_EVERY = 1000
+CACHE_COLUMNS = ("model", "text_hash", "vector")
+
+
+def _well_formed(conn: Any) -> bool:
+    """``embedding_cache`` is a table (not a view, not virtual) with llmc's columns."""
+    row = conn.execute(
+        "SELECT type, sql FROM sqlite_master WHERE name = 'embedding_cache'"
+    ).fetchone()
+    if row is None or row[0] != "table" or "VIRTUAL" in str(row[1]).upper():
+        return False
+    columns = tuple(r[1] for r in conn.execute("PRAGMA table_info(embedding_cache)"))
+    return columns == CACHE_COLUMNS
+
+
+class _StepBudget:
+    """Interrupts a statement on its connection past ``LOOKUP_STEPS`` VM steps; ``reset``
+    before each statement gives it a budget of its own."""
+
+    def __init__(self, conn: Any):
+        self.left = LOOKUP_STEPS
+        conn.set_progress_handler(self._tick, _PROGRESS_EVERY)
+
+    def reset(self) -> None:
+        self.left = LOOKUP_STEPS
+
+    def _tick(self) -> int:
+        self.left -= _PROGRESS_EVERY
+        return 1 if self.left <= 0 else 0
 
 
 class SiblingCache:
@@ -77,9 +122,9 @@ class SiblingCache:
 
     def __init__(self, root: Path):
         self.root = Path(root)
-        self._conns: list[Any] | None = None
+        self._conns: list[tuple[Any, _StepBudget]] | None = None
 
-    def _open(self) -> list[Any]:
+    def _open(self) -> list[tuple[Any, _StepBudget]]:
         if self._conns is None:
             from llmc.store.sqlite import connect
 
@@ -89,9 +134,15 @@ class SiblingCache:
                 if db is None:
                     continue
                 try:
-                    self._conns.append(connect(db, readonly=True, timeout=1.0))
+                    conn = connect(db, readonly=True, timeout=1.0)
                 except Exception as e:  # noqa: BLE001 - a sibling's cache is optional
-                    log.debug("embedding cache of %s not read: %s", sibling, e)
+                    log.warning("embedding cache of worktree %s not read: %s", sibling, e)
+                    continue
+                if not _well_formed(conn):
+                    log.warning("embedding cache of worktree %s is not llmc's: not read", sibling)
+                    conn.close()
+                    continue
+                self._conns.append((conn, _StepBudget(conn)))
             if self._conns:
                 log.debug("borrowing cached vectors from %d worktree(s)", len(self._conns))
         return self._conns
@@ -101,12 +152,13 @@ class SiblingCache:
         (vectors of another dimension than ``dim``, when known, are ignored)."""
         todo = list(dict.fromkeys(hashes))
         out: dict[str, np.ndarray] = {}
-        for conn in self._open():
+        for conn, budget in self._open():
             if not todo:
                 break
             for start in range(0, len(todo), 500):
                 chunk = todo[start : start + 500]
                 marks = ",".join("?" * len(chunk))
+                budget.reset()
                 try:
                     rows = conn.execute(
                         f"SELECT text_hash, vector FROM embedding_cache WHERE model = ? "
@@ -114,7 +166,7 @@ class SiblingCache:
                         [model_id, *chunk],
                     ).fetchall()
                 except Exception as e:  # noqa: BLE001 - a broken sibling is a miss
-                    log.debug("embedding cache lookup failed: %s", e)
+                    log.warning("a worktree's embedding cache lookup failed (a miss): %s", e)
                     break
                 for h, blob in rows:
                     vector = _vector(blob, dim)
@@ -124,7 +176,7 @@ class SiblingCache:
         return out
 
     def close(self) -> None:
-        for conn in self._conns or ():
+        for conn, _ in self._conns or ():
             try:
                 conn.close()
             except Exception:  # noqa: BLE001, S110 - closing a read-only handle

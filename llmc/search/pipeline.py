@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 
 from llmc.config import Config
 from llmc.errors import ConfigError, LlmcError, ModelError, StoreError
+from llmc.paths import gate_state
 from llmc.search import (
     budget,
     candidates,
@@ -95,6 +96,7 @@ class Searcher:
 
     def __init__(self, root: Path, cfg: Config):
         self.root = Path(root).resolve()
+        gate_state(self.root)  # before anything of .llmc/ is read: state that came with a clone
         self._tuned = TunedOverlay(self.root, cfg)  # `llmc tune`'s .llmc/tuned/
         self.profile = _profile(cfg)  # cpu or gpu: which stages are candidates
         self._profiled: tuple[Config, Config] | None = None  # (tuned config, with profile)

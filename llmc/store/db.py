@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from llmc.errors import IndexMissingError, StoreError
-from llmc.paths import STATE_DIR, check_state_dir
+from llmc.paths import STATE_DIR, gate_state
 from llmc.store.migrations import SCHEMA_VERSION, migrate
 from llmc.store.sqlite import connect
 from llmc.types import CODE, Span, StoredSpan
@@ -93,18 +93,18 @@ class Store:
     def __init__(self, db_path: Path, readonly: bool = False):
         self.path = Path(db_path)
         self.readonly = readonly
+        if self.path.parent.name == STATE_DIR:  # first: a committed index.db is removed here
+            gate_state(self.path.parent.parent)  # never a committed link, file or index
         if readonly and not self.path.exists():
             raise IndexMissingError(
                 f"no index at {self.path.parent.parent} (run `llmc index` there first)"
             )
-        if self.path.parent.name == STATE_DIR:
-            check_state_dir(self.path.parent.parent)  # never through a committed symlink
         if self.path.is_symlink():
             raise StoreError(f"{self.path} is a symbolic link; llmc does not follow it")
         if not readonly:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             _create_private(self.path)
-        self.conn = connect(self.path, readonly=readonly)
+        self.conn = connect(self.path, readonly=readonly)  # refuses views and triggers
         self._batched = False  # inside batch(): replace_file leaves the commit to it
         if not readonly:
             applied = migrate(self.conn)

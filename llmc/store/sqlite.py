@@ -114,8 +114,24 @@ def _open_readonly(module, path: Path | str, timeout: float):
     )
 
 
+def refuse_foreign_schema(conn, path: Path | str) -> None:
+    """Refuse a database llmc did not make: llmc creates tables and indexes only, so a view
+    or a trigger (a ``spans`` that is an endless recursive view, say) means the file came
+    from elsewhere. Checked on every open, before any query can touch such an object."""
+    rows = conn.execute(
+        "SELECT type, name FROM sqlite_master WHERE type IN ('view', 'trigger') LIMIT 5"
+    ).fetchall()
+    if rows:
+        names = ", ".join(f"{kind} {name}" for kind, name in rows)
+        raise StoreError(
+            f"{path} is not a database llmc wrote (it holds {names}): move it away and run "
+            "`llmc index`"
+        )
+
+
 def connect(path: Path | str, readonly: bool = False, timeout: float = 30.0):
-    """A connection in WAL mode with sqlite-vec loaded and foreign keys on."""
+    """A connection in WAL mode with sqlite-vec loaded and foreign keys on, to a database
+    whose schema holds no view or trigger (``refuse_foreign_schema``)."""
     module = sqlite_module()
     try:
         if readonly:
@@ -131,8 +147,12 @@ def connect(path: Path | str, readonly: bool = False, timeout: float = 30.0):
         conn.execute("PRAGMA trusted_schema=OFF")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+        refuse_foreign_schema(conn, path)
     except module.Error as e:
         raise StoreError(f"cannot open index database {path}: {e}") from e
+    except StoreError:
+        conn.close()
+        raise
     return conn
 
 
@@ -162,6 +182,7 @@ __all__ = [
     "database_error",
     "integrity_problem",
     "is_corruption",
+    "refuse_foreign_schema",
     "quarantine",
     "sqlite_module",
 ]
