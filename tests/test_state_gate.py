@@ -276,3 +276,34 @@ def test_a_lock_file_planted_as_a_symlink_is_never_written_through(tmp_path):
         pass
     assert target.read_text() == "keep me\n"
     assert not (state / "index.lock").is_symlink()
+
+
+def test_hooks_install_never_writes_through_a_planted_temp_file(tmp_path):
+    """A tracked hooks folder (core.hooksPath = .githooks, as husky sets it) can carry a
+    link where `llmc hooks install` writes its temp file."""
+    target = tmp_path / "authorized_keys"
+    target.write_text("ssh-ed25519 AAAA the-users-key\n")
+    root = make_repo(tmp_path / "repo", SAMPLE_FILES)
+    hooks_dir = root / ".githooks"
+    hooks_dir.mkdir()
+    for hook in ("post-commit", "post-merge", "post-checkout", "post-rewrite"):
+        os.symlink(target, hooks_dir / f".{hook}.llmc-tmp")
+    git(root, "config", "core.hooksPath", ".githooks")
+
+    result = CliRunner().invoke(main, ["hooks", "install", "--repo", str(root)])
+    assert result.exit_code == 0, result.output
+    assert target.read_text() == "ssh-ed25519 AAAA the-users-key\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert "hooks notify post-commit" in (hooks_dir / "post-commit").read_text()
+    assert not any(p.name.endswith(".llmc-tmp") for p in hooks_dir.iterdir())
+
+
+def test_a_fifo_in_place_of_a_state_file_is_refused_not_waited_on(tmp_path):
+    from llmc.paths import open_state_file
+
+    fifo = tmp_path / "hooks.log"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError):  # no reader: ENXIO at once, where a plain open would block
+        open_state_file(fifo, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    with pytest.raises(OSError, match="not a regular file"):
+        open_state_file(fifo, os.O_RDONLY)

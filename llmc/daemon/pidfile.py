@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llmc.errors import UnsafeSocketError
-from llmc.paths import state_dir
+from llmc.paths import open_state_file, state_dir
 
 SOCKET_NAME = "daemon.sock"
 PID_NAME = "daemon.pid"
@@ -147,7 +147,7 @@ class DaemonLock:
 
     def acquire(self) -> bool:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = open_state_file(self.path, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -199,7 +199,7 @@ def read_pid(root: Path) -> int | None:
 def write_private(path: Path, text: str) -> None:
     """Write ``text`` atomically to a file only its owner can read (mode 0600)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = open_state_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
         os.fchmod(fd, 0o600)
         os.write(fd, text.encode("utf-8"))

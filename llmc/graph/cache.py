@@ -40,6 +40,7 @@ from llmc.graph.codec import (
 from llmc.graph.incremental import STATE_VERSION, FileResult, ResolutionState
 from llmc.graph.model import FACTS_VERSION
 from llmc.offset_reads import OffsetReads
+from llmc.paths import open_state_file
 
 log = logging.getLogger(__name__)
 
@@ -345,7 +346,7 @@ class ResultSpill:
 
     def __init__(self, facts_file: Path):
         self.path = facts_file.with_name(SPILL.format(pid=os.getpid()))
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = open_state_file(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         self._fh = os.fdopen(fd, "wb")
 
     def add(self, path: str, res: FileResult) -> None:

@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
+from llmc.paths import open_state_file
+
 if TYPE_CHECKING:  # pragma: no cover
     from concurrent.futures import Future
 
@@ -60,7 +62,7 @@ class CommitGate:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.token = uuid.uuid4().hex
-        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._fd: int | None = open_state_file(self.path, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             os.ftruncate(self._fd, 0)

@@ -28,6 +28,7 @@ import orjson
 
 from llmc.graph.atomic import write_atomic
 from llmc.graph.model import SCHEMA, SCHEMA_VERSION, GraphStats
+from llmc.paths import open_state_file
 
 _HEAD = b'{"directed":true,"multigraph":true,"graph":'
 
@@ -236,7 +237,7 @@ class EncodedEdges:
         if self._fh is None:
             import os
 
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd = open_state_file(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             self._fh = os.fdopen(fd, "wb")
         order = _edge_order(edges)
         for start in range(0, len(order), WRITE_SLICE):

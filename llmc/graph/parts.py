@@ -39,6 +39,7 @@ from llmc.graph.cache import SPILL
 from llmc.graph.codec import decode_events
 from llmc.graph.edges import Edge
 from llmc.graph.output import EncodedEdges
+from llmc.paths import open_state_file
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +184,7 @@ class PartSpill:
 
 
 def _create(path: Path):  # noqa: ANN202 (a binary file object)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = open_state_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     return os.fdopen(fd, "wb")
 
 

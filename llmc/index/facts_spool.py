@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from llmc.offset_reads import OffsetReads
+from llmc.paths import open_state_file
 
 SPOOL_FILE = "graph_facts.spool"  # in .llmc/
 
@@ -47,7 +48,7 @@ class FactsSpool:
 
     def __init__(self, state_dir: Path):
         self.path = Path(state_dir) / SPOOL_FILE
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = open_state_file(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.fchmod(fd, 0o600)
         self._file = os.fdopen(fd, "wb")
         self._offsets: dict[str, tuple[int, int]] = {}

@@ -48,7 +48,7 @@ from typing import Any, Protocol
 from llmc.config import Config
 from llmc.index.indexer import Indexer, IndexReport
 from llmc.index.progress import Progress
-from llmc.paths import state_dir
+from llmc.paths import open_state_file, state_dir
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +189,7 @@ def _want(root: Path) -> Path:
 
 
 def _mark_wanted(root: Path) -> None:
-    fd = os.open(_want(root), os.O_WRONLY | os.O_CREAT, 0o600)
+    fd = open_state_file(_want(root), os.O_WRONLY | os.O_CREAT)
     os.close(fd)
 
 
@@ -197,7 +197,7 @@ def _try_lock(root: Path, wait_s: float = LOCK_WAIT_S) -> int | None:
     """The background embedder's lock (a file descriptor), or None while another holds it
     (tried for ``wait_s``: `llmc status` looks at the lock by taking it shared for an
     instant, which must not send an embedder away)."""
-    fd = os.open(state_dir(root) / BACKFILL_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_state_file(state_dir(root) / BACKFILL_LOCK, os.O_RDWR | os.O_CREAT)
     deadline = time.monotonic() + wait_s
     while True:
         try:
@@ -259,7 +259,7 @@ def spawn_background(root: Path) -> int | None:
             os.replace(logfile, logfile.with_name(BACKFILL_LOG + ".1"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
-    out = os.open(logfile, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    out = open_state_file(logfile, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
         proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
             [*python_m(), "llmc", "index", str(root), "--vectors-only", "--nice"],

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from llmc.index.progress import PhaseClock
-from llmc.paths import state_dir
+from llmc.paths import open_state_file, state_dir
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ class LiveFile:
         }
         tmp = self.path.with_name(f".{LIVE_FILE}.{os.getpid()}.tmp")
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd = open_state_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump(state, f)
             os.replace(tmp, self.path)
