@@ -143,9 +143,11 @@ def test_a_committed_index_never_answers_a_search_or_status(tmp_path):
     git(tmp_path, "clone", "-q", str(upstream), str(clone))
     assert (clone / ".llmc" / "index.db").exists()
 
+    assert stat.S_IMODE((clone / ".llmc").stat().st_mode) == 0o755  # as git made it
     found = _llmc(clone, "search", "--json", "--no-hyde", "open the session store")
     assert INJECTED not in found.stdout
     assert not (clone / ".llmc" / "index.db").exists()
+    assert stat.S_IMODE((clone / ".llmc").stat().st_mode) == 0o700  # tightened by the gate
     status = _llmc(clone, "status", "--json")
     assert INJECTED not in status.stdout
     # the user's own index, made next, answers from the working tree
