@@ -42,8 +42,8 @@ def usable_spaces(
         current = store.vector_space(category)
         if current is None:
             continue
-        if current.model_id == model_id:
-            out[category] = model_id
+        if current.model_id == wanted:
+            out[category] = wanted
         else:
             summary.model_changed = True
             note(
