@@ -32,7 +32,7 @@ from llmc.daemon.pidfile import (
     stale_files,
 )
 from llmc.errors import LlmcError
-from llmc.paths import ensure_state_dir, state_dir
+from llmc.paths import ensure_state_dir, open_state_file, state_dir
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,13 @@ def start(root: Path, cfg: Config, args: Sequence[str] = ()) -> StartResult:
     ensure_state_dir(root)
     log = log_path(root)
     _rotate(log)
-    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fd = open_state_file(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    except OSError as e:
+        raise LlmcError(
+            f"cannot write the daemon's log {log} ({e.strerror or e}): llmc keeps its index "
+            f"and daemon state in {state_dir(root)}, which must be writable"
+        ) from None
     with os.fdopen(fd, "ab") as out:  # the log quotes file names and queries: private
         proc = subprocess.Popen(
             [*python_m(), "llmc", "daemon", "run", "--repo", str(root), *args],
