@@ -103,7 +103,7 @@ def index_cmd(
         if dry_run:
             from llmc.index.indexer import Indexer
 
-            summary, handoff = Indexer(root, cfg, progress).plan(), None
+            summary, handoff = Indexer(root, cfg, progress).plan(full=full), None
         elif vectors_only:
             from llmc.index.handoff import embed_missing
 

@@ -285,9 +285,9 @@ class Indexer:
                 self._spool = None
             store.close()
 
-    def plan(self) -> IndexSummary:
+    def plan(self, full: bool = False) -> IndexSummary:
         """What a run would do, writing nothing (``--dry-run``; ``plan.py``)."""
-        return plan_run(self.root, self.cfg, self.progress, self.model_id)
+        return plan_run(self.root, self.cfg, self.progress, self.model_id, full=full)
 
     # -- the run -------------------------------------------------------------------------------
     def _run_locked(self, store: Store, full: bool) -> IndexReport:
@@ -502,8 +502,10 @@ def index_repo(
     return Indexer(root, cfg, progress).run(full=full, vectors=vectors)
 
 
-def plan_index(root: Path, cfg: Config, progress: Progress | None = None) -> IndexSummary:
-    return Indexer(root, cfg, progress).plan()
+def plan_index(
+    root: Path, cfg: Config, progress: Progress | None = None, full: bool = False
+) -> IndexSummary:
+    return Indexer(root, cfg, progress).plan(full=full)
 
 
 __all__ = ["IndexReport", "Indexer", "Progress", "index_repo", "plan_index"]

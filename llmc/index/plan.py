@@ -24,9 +24,14 @@ DEFAULT_SPANS_PER_SECOND = 40.0  # used by --dry-run before any throughput was m
 
 
 def plan_run(
-    root: Path, cfg: Config, progress: Progress, model_id: Callable[[str], str]
+    root: Path,
+    cfg: Config,
+    progress: Progress,
+    model_id: Callable[[str], str],
+    full: bool = False,
 ) -> IndexSummary:
-    """What a run would do, writing nothing (``--dry-run``)."""
+    """What a run would do, writing nothing (``--dry-run``; with ``full``, ``--full``'s
+    run: every file parsed again)."""
     started = time.perf_counter()
     summary = IndexSummary(dry_run=True)
     path = db_path(root)
@@ -36,10 +41,10 @@ def plan_run(
         walked = walk(root, cfg.index)
         summary.skipped = list(walked.skipped)
         summary.files_seen = len(walked.files)
-        changed, unchanged = split_by_stat(walked.files, known, full=False)
+        changed, unchanged = split_by_stat(walked.files, known, full=full)
         summary.files_unchanged = len(unchanged)
         parsed = parse_files(
-            root, cfg, progress, changed, known, summary, full=False, detector=walked.detector
+            root, cfg, progress, changed, known, summary, full=full, detector=walked.detector
         )
         summary.files_indexed = len(parsed)
         summary.files_removed = len(set(known) - {f.path for f in walked.files})
@@ -65,11 +70,6 @@ def plan_run(
         summary.estimated_spans = len(spans)
         summary.embed_cached = len(spans) - len(todo)
         summary.estimated_embed_seconds = (len(todo) + backlog) / max(rate, 1e-6)
-        for p in parsed:
-            lang = p.lang or "text"
-            summary.files_by_lang[lang] = summary.files_by_lang.get(lang, 0) + 1
-            for s in p.spans:
-                summary.spans_by_kind[s.kind] = summary.spans_by_kind.get(s.kind, 0) + 1
     finally:
         if store:
             store.close()
