@@ -60,13 +60,15 @@ def _log_query(root: Path, cfg: Config, response: dict[str, Any]) -> None:
 
 
 def _stdin_queries() -> Iterator[str]:
-    """One query per stdin line, decoded leniently (binary garbage is the query's problem)."""
+    """One query per stdin line, decoded leniently (binary garbage is the query's problem);
+    blank lines are skipped, as a file of queries often ends or is grouped with them."""
     binary = getattr(sys.stdin, "buffer", None)
-    if binary is None:  # an already-decoded stream
-        yield from (line.rstrip("\r\n") for line in sys.stdin)
-        return
-    for raw in binary:
-        yield raw.rstrip(b"\r\n").decode("utf-8", "replace")
+    lines = (
+        (line.rstrip("\r\n") for line in sys.stdin)
+        if binary is None  # an already-decoded stream
+        else (raw.rstrip(b"\r\n").decode("utf-8", "replace") for raw in binary)
+    )
+    yield from (line for line in lines if line.strip())
 
 
 def _ask_daemon(
@@ -223,7 +225,8 @@ def search_cmd(
     llm_rerank: bool | None, budget_ms: float | None, verbose: int,
     workspace: str | None = None,
 ) -> None:  # fmt: skip
-    """Search code and docs for QUERY; `-` reads one query per stdin line (batch mode).
+    """Search code and docs for QUERY; `-` reads one query per stdin line (batch mode;
+    blank lines are skipped).
 
     With --json, each query prints one JSON object on one line: query, route, results
     (path, start_line, end_line, symbol, kind, lang, score, sources, snippet), timings_ms,
@@ -248,6 +251,8 @@ def search_cmd(
     if by_file:
         ask["group"] = "file"
     if workspace is not None:  # every member, one ranking (llmc/workspace.py)
+        if by_file:  # as the daemon's /v1/search answers 400 for group: file with workspace
+            raise click.UsageError("--files does not work with --workspace (spans only)")
         from llmc.cli.workspace import search_workspace
 
         return search_workspace(workspace, query, overrides, ask, as_json)
