@@ -292,8 +292,11 @@ def _print_explain(con: Console, response: SearchResponse) -> None:
         f"[bold]route[/] {route.intent} (p_code {route.p_code:.2f}, confidence "
         f"{route.confidence:.2f}, {route.source}); route weights "
         + ", ".join(f"{k} {v:.2f}" for k, v in route.weights.items())
-        + "; list weights "
-        + ", ".join(f"{k} {v:.2f}" for k, v in route.list_weights.items())
+        + (
+            "; list weights " + ", ".join(f"{k} {v:.2f}" for k, v in route.list_weights.items())
+            if route.list_weights
+            else ""  # the learned ranker weighs no list: nothing to show, not an empty label
+        )
     )
     for reason in route.reasons:
         con.print(f"  · {escape(reason)}")

@@ -32,3 +32,17 @@ def test_files_with_a_workspace_is_refused_not_answered_with_spans(tmp_path, mon
     result = CliRunner().invoke(main, ["search", "--workspace", "team", "--files", "store"])
     assert result.exit_code == 2
     assert "--files does not work with --workspace" in result.output
+
+
+def test_explain_prints_no_empty_list_weights(tmp_path, monkeypatch):
+    import re
+
+    monkeypatch.setenv("LLMC_NO_DAEMON", "1")
+    root = make_repo(tmp_path / "repo", SAMPLE_FILES)
+    assert CliRunner().invoke(main, ["index", str(root), "--no-vectors", "-q"]).exit_code == 0
+    result = CliRunner().invoke(
+        main, ["search", "--repo", str(root), "--explain", "--no-hyde", "--no-dense", "session"]
+    )
+    assert result.exit_code == 0, result.output
+    route = next(line for line in result.output.splitlines() if line.startswith("route "))
+    assert "list weights" not in route or re.search(r"list weights \w+ \d", route), route
