@@ -23,6 +23,7 @@ import pathspec
 from llmc.config import IndexConfig
 from llmc.index import secrets
 from llmc.index.generated import Detector, drop_inline_source_map
+from llmc.paths import STATE_DIR
 from llmc.safe_read import OutsideRepo, read_inside, within
 from llmc.types import SkippedFile
 
@@ -162,6 +163,8 @@ def _gitignore_files(root: Path, skip_dirs: set[str]) -> list[str]:
         keep = []
         for d in sorted(dirnames):
             rel = f"{rel_dir}/{d}" if rel_dir else d
+            if not rel_dir and d in (".git", STATE_DIR):
+                continue  # the VCS's and llmc's own state: not content, never reported
             if d in skip_dirs or d == ".git":
                 out.append(rel + "/")  # reported as a vendored dir below
             elif not ignored(rel, True):

@@ -29,3 +29,14 @@ def test_dry_run_counts_each_file_once_and_full_plans_every_file(tmp_path, monke
     full = _index(root, "--dry-run", "--full")
     assert full["files_indexed"] == done["files_indexed"], full
     assert sum(full["files_by_lang"].values()) == full["files_indexed"]
+
+
+def test_outside_git_the_state_dir_is_not_reported_as_a_skipped_vendored_dir(tmp_path):
+    root = make_repo(tmp_path / "plain", SAMPLE_FILES, use_git=False)
+    (root / "node_modules" / "x").mkdir(parents=True)
+    (root / "node_modules" / "x" / "i.js").write_text("module.exports = 1\n")
+    _index(root)
+    again = _index(root)  # `.llmc/` exists now
+    skipped = {s["path"] for s in again["skipped"]}
+    assert "node_modules/" in skipped
+    assert ".llmc/" not in skipped, skipped
