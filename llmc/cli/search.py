@@ -102,7 +102,7 @@ def _search_one(root: Path, cfg: Config, query: str, ask: dict[str, Any], as_jso
     from llmc.search import Searcher
 
     with Searcher(root, cfg) as searcher:
-        response = _local_search(searcher, cfg, query, ask)
+        response = _with_staleness(_local_search(searcher, cfg, query, ask), _stale(searcher))
     if isinstance(response, dict):  # --files
         return _print_answer(response, as_json, ask["explain"])
     _log_query(root, cfg, response.to_json())
@@ -126,6 +126,25 @@ def _local_search(searcher: Any, cfg: Config, query: str, ask: dict[str, Any]) -
     return files_json(response, want, **whole_file_args(searcher, query))
 
 
+def _stale(searcher: Any) -> str | None:
+    """A warning when files changed since the index was built (no daemon keeps it fresh
+    here); llmc/index/freshness.py."""
+    from llmc.index.freshness import staleness
+
+    found = staleness(searcher.root, searcher.sources.store.files())
+    return found.warning() if found else None
+
+
+def _with_staleness(response: Any, warning: str | None) -> Any:
+    if warning is None:
+        return response
+    if isinstance(response, dict):
+        return {**response, "warnings": [*response.get("warnings", []), warning]}
+    import dataclasses
+
+    return dataclasses.replace(response, warnings=(*response.warnings, warning))
+
+
 def _search_batch(root: Path, cfg: Config, ask: dict[str, Any], as_json: bool) -> int:
     """One query per stdin line, one answer each; a failed query is an error object and
     the batch goes on (a missing index stops it). A running daemon answers while it
@@ -137,6 +156,7 @@ def _search_batch(root: Path, cfg: Config, ask: dict[str, Any], as_json: bool) -
     failed = 0
     con = render.console()
     searcher: Any = None
+    stale: str | None = None
     use_daemon = True
     with ExitStack() as stack:
         for q in _stdin_queries():
@@ -149,7 +169,8 @@ def _search_batch(root: Path, cfg: Config, ask: dict[str, Any], as_json: bool) -
 
                         searcher = stack.enter_context(Searcher(root, cfg))
                         searcher.warm()
-                    response = _local_search(searcher, cfg, q, ask)
+                        stale = _stale(searcher)  # once: the batch reads one index
+                    response = _with_staleness(_local_search(searcher, cfg, q, ask), stale)
                     if isinstance(response, dict):  # --files: printed like a daemon's
                         answer = response
             except IndexMissingError:
