@@ -22,9 +22,10 @@ and re-indexes the files whose records went back in time (their stat no longer m
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,6 +63,8 @@ from llmc.store.sqlite import integrity_problem, quarantine
 from llmc.types import CODE, DOC, IndexSummary
 
 log = logging.getLogger(__name__)
+
+EMBED_LOCK = "embed.lock"  # one backfill at a time (Indexer._embedding_turn)
 
 # A run that changed fewer files updates the graph here, after its writes, not in a process
 # of its own beside them: such an update is small, and here it keeps the daemon's warm graph
@@ -208,7 +211,39 @@ class Indexer:
         return None
 
     def _backfill(self, lock, summary: IndexReport, stop: Callable[[], bool] | None) -> None:
-        """Embed what is missing, chunk by chunk, each chunk committed under the lock."""
+        """Embed what is missing, chunk by chunk, each chunk committed under the lock; one
+        backfill at a time (``_embedding_turn``), so a second run finds the first's vectors
+        cached instead of embedding them again."""
+        with self._embedding_turn(stop):
+            self._backfill_now(lock, summary, stop)
+
+    @contextlib.contextmanager
+    def _embedding_turn(self, stop: Callable[[], bool] | None) -> Iterator[None]:
+        """Hold ``.llmc/embed.lock`` while embedding: another run's backfill (a second
+        `llmc index`, the daemon, the background embedder) is waited for, with one line,
+        for up to ``index.lock_timeout``; past that this one embeds beside it, as before."""
+        from llmc.errors import IndexLockedError
+        from llmc.index.lock import IndexLock
+
+        turn = IndexLock(
+            state_dir(self.root) / EMBED_LOCK,
+            timeout=self.cfg.index.lock_timeout,
+            on_wait=self.progress.note,
+            what="another run's embedding",
+            stop=stop,
+        )
+        try:
+            turn.acquire()
+        except IndexLockedError as e:
+            self.progress.note(f"{e}: embedding beside it")
+            yield
+            return
+        try:
+            yield
+        finally:
+            turn.release()
+
+    def _backfill_now(self, lock, summary: IndexReport, stop: Callable[[], bool] | None) -> None:
         clock = mark()
         store = self._open_store(lock)
         try:

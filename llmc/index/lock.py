@@ -21,10 +21,22 @@ log = logging.getLogger(__name__)
 
 
 class IndexLock:
-    def __init__(self, path: Path, timeout: float = 300.0, on_wait=None):
+    """An exclusive ``flock`` on ``path``, waited for up to ``timeout`` seconds (or until
+    ``stop()`` says so); ``on_wait`` hears the one line saying who holds it."""
+
+    def __init__(
+        self,
+        path: Path,
+        timeout: float = 300.0,
+        on_wait=None,
+        what: str = "the index writer lock",
+        stop=None,
+    ):
         self.path = Path(path)
         self.timeout = timeout
         self.on_wait = on_wait
+        self.what = what
+        self.stop = stop
         self._fd: int | None = None
 
     def holder(self) -> str:
@@ -45,18 +57,19 @@ class IndexLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                if time.monotonic() >= deadline:
+                if time.monotonic() >= deadline or (self.stop is not None and self.stop()):
                     os.close(fd)
                     raise IndexLockedError(
-                        f"the index is being written by {self.holder()} "
+                        f"{self.what} is held by {self.holder()} "
                         f"(waited {self.timeout:.0f}s; lock {self.path})"
                     ) from None
                 if not told:
                     told = True
-                    message = f"waiting for the index writer lock held by {self.holder()}"
-                    log.warning(message)
-                    if self.on_wait:
+                    message = f"waiting for {self.what} held by {self.holder()}"
+                    if self.on_wait:  # said once: through the run's progress, else the log
                         self.on_wait(message)
+                    else:
+                        log.warning(message)
                 time.sleep(0.1)
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()}: {' '.join(sys.argv[:3])}".encode())
