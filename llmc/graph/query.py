@@ -57,6 +57,9 @@ log = logging.getLogger(__name__)
 DIRECTIONS = ("out", "in", "both")
 
 
+GUESSES_UP_TO = 0.5  # the default threshold: above it, where_used lists no name-only guess
+
+
 class RepoGraph:
     """A loaded graph and the questions search and the CLI ask of it."""
 
@@ -284,7 +287,7 @@ class RepoGraph:
                 f"{query!r} is ambiguous: {len(hits)} candidates (use one of the ids)", hits
             )
         idx = self._name_index()
-        pool = list(idx["qual"]) + list(idx["name"]) + list(idx["path"])
+        pool = list(dict.fromkeys([*idx["qual"], *idx["name"], *idx["path"]]))  # a name once
         close = difflib.get_close_matches(query, pool, n=5, cutoff=0.6)
         hint = f" (did you mean: {', '.join(close)}?)" if close else ""
         raise SymbolNotFoundError(f"no symbol or file named {query!r} in the graph{hint}", close)
@@ -303,7 +306,10 @@ class RepoGraph:
 
     # -- questions --------------------------------------------------------------------------
     def where_used(self, symbol: str, min_confidence: float = 0.5) -> Usage:
-        """Callers, importers, subclasses, tests and docs of a symbol (or file)."""
+        """Callers, importers, subclasses, tests and docs of a symbol (or file). Uses
+        resolved with less than ``min_confidence`` are left out; name-only guesses (0.3)
+        are listed apart as possible callers while ``min_confidence`` is at most the
+        default, and left out above it: asking for confident uses hides guesses too."""
         node = self.resolve_one(symbol)
         info = self.node(node)
         scope = [node] + (self.members(node) if info.kind in CLASS_KINDS | {FILE} else [])
@@ -326,7 +332,7 @@ class RepoGraph:
                     continue
                 seen.add((e.other, e.type))
                 groups[group].append(self._ref(e))
-        if info.kind != FILE:
+        if info.kind != FILE and min_confidence <= GUESSES_UP_TO:
             uid = unresolved_id(info.name)
             for e in self.neighbors(uid, [CALLS], direction="in"):
                 groups["possible_callers"].append(self._ref(e))
