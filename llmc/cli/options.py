@@ -25,6 +25,17 @@ class LlmcFailure(click.ClickException):
 
 
 class LlmcGroup(click.Group):
+    """The group every llmc command hangs from: an LlmcError is one line and its exit code,
+    and every command takes ``-v`` (``add_command`` gives it to those that do not declare
+    their own, so none is left without it)."""
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        if not isinstance(cmd, click.Group) and not any(
+            "-v" in getattr(p, "opts", ()) for p in cmd.params
+        ):
+            cmd.params.append(_logging_only_verbose())
+        super().add_command(cmd, name)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -61,6 +72,23 @@ verbose_option = click.option(
     "-v", "--verbose", count=True, help="More logs on stderr (-v info, -vv debug)."
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
+
+
+def _set_verbosity(ctx: click.Context, param: click.Parameter, value: int) -> None:
+    if value:
+        setup_logging(value)
+
+
+def _logging_only_verbose() -> click.Option:
+    """``-v`` for a command whose function takes no ``verbose``: it sets up logging as it
+    is parsed, and is not passed on."""
+    return click.Option(
+        ["-v", "--verbose"],
+        count=True,
+        expose_value=False,
+        callback=_set_verbosity,
+        help="More logs on stderr (-v info, -vv debug).",
+    )
 
 
 def setup_logging(verbose: int, quiet: bool = False, fmt: str | None = None) -> None:
