@@ -11,7 +11,6 @@ import copy
 import dataclasses
 import logging
 import os
-import re
 import sys
 import types
 import typing
@@ -353,6 +352,10 @@ class Config:
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
     learn: LearnConfig = field(default_factory=LearnConfig)
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # key → (value, file, why) for what a repository's llmc.toml tried to set and may not
+    ignored: dict[str, tuple[Any, str, str]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def items(self) -> list[tuple[str, Any, str]]:
         """Every ``section.key``, its effective value and where it came from."""
@@ -394,7 +397,7 @@ class Config:
 
 
 def _sections() -> tuple[dataclasses.Field, ...]:
-    return tuple(f for f in dataclasses.fields(Config) if f.name != "sources")
+    return tuple(f for f in dataclasses.fields(Config) if f.name not in ("sources", "ignored"))
 
 
 def user_config_path() -> Path:
@@ -491,19 +494,6 @@ def _set(cfg: Config, key: str, value: Any, source: str, from_text: bool) -> Non
     cfg.set(key, _coerce(value, hints[name], source, key, from_text), source)
 
 
-# Keys a repository's own llmc.toml may not set: a repository is untrusted input (someone
-# else wrote it), and these would make llmc send your queries and code to a host it names,
-# hand it the value of an environment variable it names, or write outside the repository.
-# They come from your user config, the environment or flags; in llmc.toml they are ignored
-# with one warning.
-_REACH_OUT = re.compile(r"(host|url|_env|_dir)$")
-
-
-def repo_may_set(key: str) -> bool:
-    """Whether ``<repo>/llmc.toml`` may set ``key`` (see ``_REACH_OUT``)."""
-    return not _REACH_OUT.search(key.rpartition(".")[2])
-
-
 def _load_toml(cfg: Config, path: Path, from_repo: bool = False) -> None:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -511,23 +501,48 @@ def _load_toml(cfg: Config, path: Path, from_repo: bool = False) -> None:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
     except OSError as e:
         raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    refused: list[str] = []
     for section_name, body in data.items():
         if not isinstance(body, dict):
             raise ConfigError(f"{path}: {section_name} must be a [section] table, got {body!r}")
         for name, value in body.items():
             key = f"{section_name}.{name}"
-            if from_repo and not repo_may_set(key):
-                log.warning(
-                    "%s: %s ignored: a repository's llmc.toml may not name a host, URL, "
-                    "variable or directory (set it in %s or LLMC_%s__%s)",
-                    path,
-                    key,
-                    user_config_path(),
-                    section_name.upper(),
-                    name.upper(),
-                )
+            if from_repo and _repo_refuses(cfg, key, value, path):
+                refused.append(key)
                 continue
             _set(cfg, key, value, str(path), from_text=False)
+    if refused:
+        log.warning(
+            "%s: %s ignored: a repository's llmc.toml may set only how its own files are "
+            "indexed and ranked (`llmc config` says why for each; set them in %s or "
+            "LLMC_<SECTION>__<KEY>)",
+            path,
+            ", ".join(refused),
+            user_config_path(),
+        )
+
+
+def _repo_refuses(cfg: Config, key: str, value: Any, path: Path) -> bool:
+    """True (and the key recorded in ``cfg.ignored``) when a repository's ``llmc.toml`` may
+    not set ``key`` to ``value`` (``llmc.repo_config``). An unknown key or a badly typed
+    value is still the usual one-line error."""
+    from llmc.repo_config import out_of_bounds, user_only_reason
+
+    section_name, _, name = key.partition(".")
+    if section_name not in {f.name for f in _sections()}:
+        return False  # the usual error names the known sections
+    hints = _hints(type(getattr(cfg, section_name)))
+    if name not in hints:
+        return False  # the usual error names the known keys
+    why = user_only_reason(key)
+    if why is None:
+        why = out_of_bounds(key, _coerce(value, hints[name], str(path), key, False))
+    else:
+        why = f"user-only: it {why}"
+    if why is None:
+        return False
+    cfg.ignored[key] = (value, str(path), why)
+    return True
 
 
 def _load_env(cfg: Config, environ: typing.Mapping[str, str]) -> None:

@@ -137,3 +137,14 @@ class ScriptedLLM:
         if isinstance(answer, BaseException):
             raise answer
         return Generation(text=answer, model=self.model, provider=self.provider, latency_ms=5.0)
+
+
+def user_config(text: str) -> Path:
+    """Write the user's own config file (``$XDG_CONFIG_HOME/llmc/config.toml``, a fresh
+    folder per test: conftest's ``isolated_config``) and return its path. Tests set
+    user-only keys (models, LLM stages, secret switches, the daemon) here: a repository's
+    ``llmc.toml`` may not (llmc/repo_config.py)."""
+    path = Path(os.environ["XDG_CONFIG_HOME"]) / "llmc" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path

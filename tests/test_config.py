@@ -151,7 +151,7 @@ def test_a_repositorys_llmc_toml_cannot_send_code_elsewhere(tmp_path, isolated_c
     with caplog.at_level("WARNING"):
         cfg = load_config(repo)
     assert cfg.search.k == 7  # the rest of the file applies
-    assert cfg.llm.provider == "openai"
+    assert cfg.llm.provider == "auto"  # user-only too: which LLM runs is the user's choice
     assert (cfg.llm.base_url, cfg.llm.api_key_env, cfg.llm.ollama_host) == ("", "", "")
     assert cfg.embedding.base_url == "" and cfg.learn.tuned_dir == ""
     warned = " ".join(r.getMessage() for r in caplog.records)

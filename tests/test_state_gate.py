@@ -237,7 +237,7 @@ def test_a_sibling_worktrees_committed_index_never_feeds_the_cache(tmp_path, mon
     rows = conn.execute("SELECT text_hash, vector FROM embedding_cache").fetchall()
     assert len(rows) == 2
     with conn:  # swap the two vectors: a dense query for one finds the other
-        for (text_hash, _), (_, vector) in zip(rows, rows[::-1]):
+        for (text_hash, _), (_, vector) in zip(rows, rows[::-1], strict=True):
             conn.execute(
                 "UPDATE embedding_cache SET vector = ? WHERE text_hash = ?", (vector, text_hash)
             )

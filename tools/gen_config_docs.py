@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from llmc.config import Config
+from llmc.repo_config import user_only_reason
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "llmc" / "config.py"
@@ -60,7 +61,7 @@ def toml_value(value) -> str:
 def sections():
     cfg = Config()
     for f in dataclasses.fields(Config):
-        if f.name == "sources":
+        if f.name in ("sources", "ignored"):
             continue
         obj = getattr(cfg, f.name)
         doc = (type(obj).__doc__ or "").strip().splitlines()[0] if type(obj).__doc__ else ""
@@ -87,15 +88,24 @@ def main() -> None:
         table += ["", f"### `[{name}]`", ""]
         if doc:
             table += [doc, ""]
-        table += ["| key | default | env | meaning |", "| --- | --- | --- | --- |"]
+        table += [
+            "| key | default | env | in a repository's `llmc.toml` | meaning |",
+            "| --- | --- | --- | --- | --- |",
+        ]
         for key, value in fields:
             note = notes.get((cls, key), "")
             if note:
                 example.append(f"# {note}")
+            why = user_only_reason(f"{name}.{key}")
+            if why is not None:
+                example.append(
+                    "# user config or environment only: ignored in a repository's llmc.toml"
+                )
             example.append(f"{key} = {toml_value(value)}")
             env = f"LLMC_{name.upper()}__{key.upper()}"
             shown = toml_value(value).replace("|", "\\|")
-            table.append(f"| `{key}` | `{shown}` | `{env}` | {note.replace('|', '/')} |")
+            repo = "yes" if why is None else f"no: it {why}"
+            table.append(f"| `{key}` | `{shown}` | `{env}` | {repo} | {note.replace('|', '/')} |")
     (ROOT / ".llmc.example").write_text("\n".join(example) + "\n", encoding="utf-8")
     doc_path = ROOT / "docs" / "configuration.md"
     text = doc_path.read_text(encoding="utf-8")

@@ -22,13 +22,22 @@ VECTOR_CHOICES = ("auto", "here", "later", "none")  # `--vectors` and index.vect
 
 
 @click.command("config")
+@click.argument("key", required=False)
 @repo_option
 @json_option
-def config_cmd(root: Path, as_json: bool) -> None:
-    """Print the effective configuration and where each value came from."""
+def config_cmd(key: str | None, root: Path, as_json: bool) -> None:
+    """Print the effective configuration and where each value came from (KEY: that one
+    only, e.g. `llmc config search.k`). What the repository's llmc.toml tried to set and may
+    not (a model, a secret switch, the daemon...) is shown as ignored, with the reason."""
     from llmc.config import load_config
 
-    render.print_config(load_config(root).items(), as_json)
+    cfg = load_config(root)
+    items = cfg.items()
+    if key is not None:
+        items = [item for item in items if item[0] == key]
+        if not items:
+            raise click.UsageError(f"no config key {key!r} (`llmc config` lists them all)")
+    render.print_config(items, as_json, cfg.ignored)
 
 
 @click.command("index")

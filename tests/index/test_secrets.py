@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from repo_fixtures import make_repo
+from repo_fixtures import make_repo, user_config
 
 from llmc.cli import main
 from llmc.index.secrets import redact, scan
@@ -94,7 +94,7 @@ def test_files_with_secrets_are_skipped_and_their_values_appear_nowhere(secret_r
 
 def test_redact_secrets_indexes_the_files_without_the_values(secret_repo):
     root = secret_repo
-    (root / "llmc.toml").write_text("[index]\nredact_secrets = true\n")
+    user_config("[index]\nredact_secrets = true\n")  # the user's switch, never the repository's
     data = json.loads(_index(root, "--json").stdout)
     assert not [s for s in data["skipped"] if s["reason"] == "secret-content"]
     hits = _search(root, "trellisqueen host key")
@@ -105,7 +105,7 @@ def test_redact_secrets_indexes_the_files_without_the_values(secret_repo):
     for value in VALUES:
         assert value.encode() not in state, value
     # switching redaction off again reads every file again: the secrets leave the index
-    (root / "llmc.toml").write_text("[index]\nredact_secrets = false\n")
+    user_config("[index]\nredact_secrets = false\n")
     data = json.loads(_index(root, "--json").stdout)
     skipped = {s["path"] for s in data["skipped"] if s["reason"] == "secret-content"}
     assert skipped == set(SECRET_FILES)

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from repo_fixtures import SAMPLE_FILES, make_repo
+from repo_fixtures import SAMPLE_FILES, make_repo, user_config
 
 from llmc.cli import main
 
 # No LLM in these tests: HyDE off (it would call one), learning thresholds for a tiny repo.
+# The user's config (a repository's llmc.toml may not set LLM stages or [learn]).
 CONFIG = """[search]
 hyde = false
 
@@ -57,11 +58,18 @@ def test_invoice_total_adds_tax():
 }
 
 
+@pytest.fixture(autouse=True)
+def learn_config(isolated_config) -> str:
+    """Every learn test runs with ``CONFIG`` as the user's config; returns its text."""
+    user_config(CONFIG)
+    return CONFIG
+
+
 @pytest.fixture(scope="session")
 def learn_repo_master(tmp_path_factory) -> Path:
     root = make_repo(
         tmp_path_factory.mktemp("learn") / "repo",
-        {**SAMPLE_FILES, **EXTRA_FILES, "llmc.toml": CONFIG},
+        {**SAMPLE_FILES, **EXTRA_FILES},
     )
     result = CliRunner().invoke(main, ["index", str(root), "-q"])
     assert result.exit_code == 0, result.output

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from repo_fixtures import git, make_repo, write_files
+from repo_fixtures import git, make_repo, user_config, write_files
 
 from llmc.errors import LearnError
 from llmc.learn.gitmine import (
@@ -182,7 +182,7 @@ def test_eval_from_git_cli(history):
 
     from llmc.cli import main
 
-    (history / "llmc.toml").write_text('[search]\nhyde = false\n[llm]\nprovider = "none"\n')
+    user_config('[search]\nhyde = false\n[llm]\nprovider = "none"\n')  # no LLM: the user's say
     result = CliRunner().invoke(main, ["eval", "--from-git", "--repo", str(history), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
+from repo_fixtures import user_config
 
 from llmc.cli import main
 from llmc.errors import LearnError
@@ -102,12 +103,8 @@ def test_query_log_and_label_from_log(learn_repo):
     assert (label.path, label.start_line) == (top_path, top_start)
 
 
-def test_query_log_is_opt_out_and_trimmed(learn_repo):
-    (learn_repo / "llmc.toml").write_text(
-        (learn_repo / "llmc.toml")
-        .read_text()
-        .replace("[learn]\n", "[learn]\nlog_queries = false\n")
-    )
+def test_query_log_is_opt_out_and_trimmed(learn_repo, learn_config):
+    user_config(learn_config.replace("[learn]\n", "[learn]\nlog_queries = false\n"))
     result = CliRunner().invoke(main, ["search", "refund", "--repo", str(learn_repo), "--json"])
     assert result.exit_code == 0, result.output
     assert not query_log_path(learn_repo).exists()

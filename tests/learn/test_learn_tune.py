@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from repo_fixtures import user_config
 
 from llmc.cli import main
 from llmc.config import load_config
@@ -110,7 +111,7 @@ def _decision(root: Path, query: str = "where are user sessions stored"):
         return s.search(query, k=5).route
 
 
-def test_search_uses_tuned_dir_until_reset(learn_repo):
+def test_search_uses_tuned_dir_until_reset(learn_repo, learn_config):
     directory = tuned_path(learn_repo)
     docs_always = IntentModel(classes=("code", "docs", "mixed"), weights={},
                               intercept=(0.0, 6.0, 0.0), gate=0.6, allowed=("docs",))  # fmt: skip
@@ -128,16 +129,13 @@ def test_search_uses_tuned_dir_until_reset(learn_repo):
         assert s.cfg.search.test_weight == 0.5  # wrong type: ignored
         assert s.cfg.sources["search.bm25_weight"].startswith("tuned")
         # a config file value always wins over a tuned one
-        (learn_repo / "llmc.toml").write_text(
-            '[search]\nhyde = false\nbm25_weight = 1.5\n[llm]\nprovider = "none"\n'
-        )
+        (learn_repo / "llmc.toml").write_text("[search]\nbm25_weight = 1.5\n")
     assert _decision(learn_repo).list_weights["bm25"] == pytest.approx(1.5)
     # learn.use_tuned = false: untuned, the heuristic router decides
-    (learn_repo / "llmc.toml").write_text(
-        '[search]\nhyde = false\n[learn]\nuse_tuned = false\n[llm]\nprovider = "none"\n'
-    )
+    (learn_repo / "llmc.toml").unlink()
+    user_config(learn_config.replace("[learn]\n", "[learn]\nuse_tuned = false\n"))
     assert _decision(learn_repo).source == "router"
-    (learn_repo / "llmc.toml").write_text('[search]\nhyde = false\n[llm]\nprovider = "none"\n')
+    user_config(learn_config)
     # a Searcher that is already open picks up a reset at its next query
     with Searcher(learn_repo, load_config(learn_repo, FUSION)) as s:
         assert s.search("refund", k=3).route.source == "learned"

@@ -109,8 +109,10 @@ def test_resolved_once_per_config(dead_host):
     assert get_llm(LLMConfig(provider="none")) is not get_llm(cfg)
 
 
-def test_llm_section_in_config(tmp_path):
-    (tmp_path / "llmc.toml").write_text('[llm]\nprovider = "embedded"\nmax_tokens = 64\n')
+def test_llm_section_in_config(tmp_path, isolated_config):
+    user = isolated_config / "llmc" / "config.toml"  # the LLM is the user's choice
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text('[llm]\nprovider = "embedded"\nmax_tokens = 64\n')
     cfg = load_config(tmp_path, environ={"LLMC_LLM__TIMEOUT_S": "2.5"})
     assert (cfg.llm.provider, cfg.llm.max_tokens, cfg.llm.timeout_s) == ("embedded", 64, 2.5)
     assert cfg.sources["llm.timeout_s"] == "env LLMC_LLM__TIMEOUT_S"

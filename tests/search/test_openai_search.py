@@ -79,13 +79,14 @@ def served_repo(tmp_path, runner, embeddings):
     through a stand-in that passes its answers on until a test makes it fail."""
     standin = standin_module.Standin(upstream=embeddings)
     root = write_repo(tmp_path / "shop")
-    (root / "llmc.toml").write_text(
-        '[embedding]\ncode_model = "openai:standin-1"\ndocs_model = "openai:standin-1"\n',
+    # Models and the server's URL come from the user's config (a repository's llmc.toml may
+    # name neither).
+    user_config_path().parent.mkdir(parents=True, exist_ok=True)
+    user_config_path().write_text(
+        '[embedding]\ncode_model = "openai:standin-1"\ndocs_model = "openai:standin-1"\n'
+        f'base_url = "{standin.url}"\n',
         encoding="utf-8",
     )
-    # The server's URL comes from the user's config (a repository's llmc.toml may not name one).
-    user_config_path().parent.mkdir(parents=True, exist_ok=True)
-    user_config_path().write_text(f'[embedding]\nbase_url = "{standin.url}"\n', encoding="utf-8")
     result = runner.invoke(main, ["index", str(root), "-q"])
     assert result.exit_code == 0, result.output
     yield root, standin
