@@ -9,12 +9,12 @@ from typing import Any
 import click
 
 from llmc.cli import render
-from llmc.cli.options import json_option
+from llmc.cli.options import LlmcGroup, json_option
 
 _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 
 
-@click.group("workspace")
+@click.group("workspace", cls=LlmcGroup)
 def workspace_group() -> None:
     """Repositories searched together (`llmc search --workspace NAME`), each keeping its
     own index; kept in $XDG_CONFIG_HOME/llmc/workspaces.toml."""
