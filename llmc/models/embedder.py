@@ -357,8 +357,14 @@ def _load(source: str, device: str, precision: str):
         transformers.utils.logging.set_verbosity_error()
     except ImportError as e:
         raise ModelError(f"sentence-transformers is not installed ({e})") from None
+    from llmc.models.vet import check_model_folder
+
+    try:  # safetensors only, no remote code, sentence-transformers' modules
+        check_model_folder(source)
+    except ModelError as e:
+        raise ModelError(f"cannot load embedding model {source!r}: {e}") from None
     try:
-        model = SentenceTransformer(source, device=device)
+        model = SentenceTransformer(source, device=device, trust_remote_code=False)
     except Exception as e:  # noqa: BLE001 - any load failure is one line for the user
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ModelError(f"cannot load embedding model {source!r}: {first}") from None

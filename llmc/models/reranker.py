@@ -151,9 +151,19 @@ def _load(source: str, device: str, precision: str):
     except ImportError as e:
         raise ModelError(f"sentence-transformers is not installed ({e})") from None
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision, torch.float32)
+    from llmc.models.vet import check_model_folder
+
+    try:  # safetensors only, no remote code, sentence-transformers' modules
+        check_model_folder(source)
+    except ModelError as e:
+        raise ModelError(f"cannot load reranker model {source!r}: {e}") from None
     try:
         model = CrossEncoder(
-            source, device=device, local_files_only=local, model_kwargs={"dtype": dtype}
+            source,
+            device=device,
+            local_files_only=local,
+            trust_remote_code=False,
+            model_kwargs={"dtype": dtype},
         )
     except Exception as e:  # noqa: BLE001 - any load failure is one line for the user
         raise ModelError(f"cannot load reranker model {source!r}: {_first_line(e)}") from None

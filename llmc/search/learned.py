@@ -21,7 +21,6 @@ model naming a feature that ``FEATURES`` lacks is refused (retrain it).
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -114,7 +113,9 @@ class RankerModel:
         out: dict[str, float] = {}
         for t in range(self.trees):
             node = 0
-            while not self.is_leaf[t, node]:
+            for _ in range(self.depth):  # children come after parents: depth steps at most
+                if self.is_leaf[t, node]:
+                    break
                 f = int(self.feature[t, node])
                 nxt = int(
                     self.left[t, node] if row[f] <= self.threshold[t, node] else self.right[t, node]
@@ -133,8 +134,9 @@ def model_from_json(
     feature columns ``known`` (the span ranker's ``FEATURES``, or the file ranker's)."""
     import numpy as np
 
-    if data.get("format") != FORMAT:
+    if not isinstance(data, Mapping) or data.get("format") != FORMAT:
         raise ModelError(f"{path or 'ranker model'}: not a {FORMAT} file")
+    depth = check_trees(data, path or "ranker model")
     known = tuple(known)
     features = tuple(str(f) for f in data["features"])
     trained_on = features
@@ -169,9 +171,72 @@ def model_from_json(
                 right[i, j] = int(tr["right"][j])
     return RankerModel(
         features, feature, threshold, left, right, value, is_leaf,
-        depth=int(data.get("depth", width)), path=path, report=dict(data.get("report") or {}),
+        depth=depth, path=path, report=dict(data.get("report") or {}),
         trained_on=trained_on,
     )  # fmt: skip
+
+
+# Bounds on a model file, far above the shipped ones (span ranker: 88 trees of at most 61
+# nodes, depth 17, 195 KB; file ranker: 300 trees of at most 13 nodes, 178 KB): a file past
+# them is refused before any array is made (1.4 MB of JSON once asked for 2.7 GB).
+MAX_MODEL_BYTES = 16 * 1024 * 1024
+MAX_TREES = 10_000
+MAX_TREE_NODES = 4096
+MAX_CELLS = 4_000_000  # trees x widest tree: the arrays' size (~29 bytes a cell)
+MAX_DEPTH = 64
+MAX_FEATURES = 1000
+
+
+def check_trees(data: Mapping[str, Any], what: str) -> int:
+    """Validate the trees of a model file and return their real depth; ModelError naming
+    what is wrong. Every split node's children come strictly after it, so a walk always
+    reaches a leaf (a node that is its own child, a cycle, a dangling index are refused)."""
+    features, trees = data.get("features"), data.get("trees")
+    if not isinstance(features, list) or not isinstance(trees, list):
+        raise ModelError(f"{what}: features and trees must be lists")
+    if len(features) > MAX_FEATURES or len(trees) > MAX_TREES:
+        raise ModelError(f"{what}: {len(features)} features, {len(trees)} trees: too many")
+    width, deepest = 1, 0
+    for i, tree in enumerate(trees):
+        columns = _tree_columns(tree, what, i)
+        m = len(columns[0])
+        width = max(width, m)
+        deepest = max(deepest, _tree_depth(columns, what, i))
+    if len(trees) * width > MAX_CELLS or deepest > MAX_DEPTH:
+        raise ModelError(
+            f"{what}: {len(trees)} trees of up to {width} nodes, depth {deepest}: too big"
+        )
+    return max(deepest, 1)
+
+
+def _tree_columns(tree: Any, what: str, i: int) -> tuple[list, ...]:
+    names = ("feature", "threshold", "left", "right", "value")
+    if not isinstance(tree, Mapping) or not all(isinstance(tree.get(n), list) for n in names):
+        raise ModelError(f"{what}: tree {i} lacks its node lists")
+    columns = tuple(tree[n] for n in names)
+    m = len(columns[0])
+    if not 0 < m <= MAX_TREE_NODES or any(len(c) != m for c in columns):
+        raise ModelError(f"{what}: tree {i} has {m} nodes or lists of unequal length")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for c in columns for v in c):
+        raise ModelError(f"{what}: tree {i} holds a value that is not a number")
+    return columns
+
+
+def _tree_depth(columns: tuple[list, ...], what: str, i: int) -> int:
+    feature, _, left, right, _ = columns
+    m = len(feature)
+    level = [0] * m
+    for j in range(m):
+        if feature[j] < 0:
+            continue
+        for child in (left[j], right[j]):
+            if not (isinstance(child, int) and j < child < m):
+                raise ModelError(
+                    f"{what}: tree {i} node {j} points to node {child} (children come after "
+                    "their parent: a cycle or a dangling index)"
+                )
+            level[child] = max(level[child], level[j] + 1)
+    return max(level)
 
 
 _CACHE: dict[tuple[str, int], RankerModel] = {}
@@ -200,10 +265,9 @@ def load_trees(path: Path, known: Sequence[str], what: str, retrain: str) -> Ran
     with _CACHE_LOCK:
         if key in _CACHE:
             return _CACHE[key]
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise ModelError(f"{what} {path} unreadable: {e}") from None
+        from llmc.models.vet import read_json_bounded
+
+        data = read_json_bounded(path, MAX_MODEL_BYTES, what)
         model = model_from_json(data, str(path), known=known)
         if model.features != tuple(known):
             unknown = sorted(set(model.features) - set(known))

@@ -16,8 +16,8 @@ reads it, and stays light (json, no scikit-learn).
 from __future__ import annotations
 
 import copy
-import json
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ TUNED_FILE = "tuned.json"
 INTENT_FILE = "intent.json"
 FORMAT = "llmc-tuned-v1"
 SOURCE = "tuned (.llmc/tuned)"
+MAX_TUNED_BYTES = 4 * 1024 * 1024  # tuned.json and the intent model are a few KB
 IN_DIR = "tuned:"  # a value naming a file or directory inside the tuned directory
 
 # The config keys `llmc tune` may set. Others in a tuned.json are ignored.
@@ -69,13 +70,16 @@ def configured_dir(cfg: Config) -> str:
 
 def read_tuned(directory: Path) -> dict[str, Any] | None:
     """The parsed ``tuned.json`` of ``directory``, or None (missing or unusable, logged)."""
+    from llmc.errors import ModelError
+    from llmc.models.vet import read_json_bounded
+
     path = directory / TUNED_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    except (OSError, ValueError) as e:
-        log.warning("%s is unreadable (%s): search runs untuned", path, e)
+    try:
+        data = read_json_bounded(path, MAX_TUNED_BYTES, "tuned file")
+    except ModelError as e:
+        log.warning("%s: search runs untuned", e)
         return None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         log.warning("%s is not a tuned file of this llmc: search runs untuned", path)
@@ -161,7 +165,7 @@ class TunedOverlay:
         params = data.get("params") if isinstance(data.get("params"), dict) else {}
         self.cfg, self.applied = apply_params(self.base, params, self.directory)
         if data.get("intent_model"):
-            self.intent = _load_intent(self.directory / str(data["intent_model"]))
+            self.intent = _load_intent(self.directory, data["intent_model"])
         return self.cfg
 
     def route(self, query: str, defined: Sequence[str], decision: RouteDecision) -> RouteDecision:
@@ -179,12 +183,24 @@ class TunedOverlay:
             return decision
 
 
-def _load_intent(path: Path) -> IntentModel | None:
-    try:
-        return IntentModel.from_json(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        log.warning("%s is unusable (%s): the heuristic router is used", path, e)
+def _load_intent(directory: Path, name: Any) -> IntentModel | None:
+    """The intent model ``tuned.json`` names: a file of the tuned directory itself (a bare
+    name: ``/dev/zero`` or ``../../x`` are refused), read bounded."""
+    from llmc.errors import ModelError
+    from llmc.models.vet import read_json_bounded
+
+    if not isinstance(name, str) or not name or Path(name).name != name or name in (".", ".."):
+        log.warning("%s names intent model %r, not a file of its own folder: the heuristic "
+                    "router is used", directory / TUNED_FILE, name)  # fmt: skip
         return None
+    path = directory / name
+    try:
+        return IntentModel.from_json(read_json_bounded(path, MAX_TUNED_BYTES, "intent model"))
+    except ModelError as e:
+        log.warning("%s: the heuristic router is used", e)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        log.warning("%s is unusable (%s): the heuristic router is used", path, e)
+    return None
 
 
 __all__ = [

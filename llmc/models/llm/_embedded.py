@@ -110,6 +110,13 @@ def default_threads() -> int:
 
 def _load(path: Path, n_ctx: int, n_threads: int) -> Any:
     runtime_version()
+    from llmc.errors import ModelError
+    from llmc.models.vet import check_gguf
+
+    try:
+        check_gguf(path)  # llama.cpp's parser sees only what looks like a GGUF model
+    except ModelError as e:
+        raise LLMUnavailable(f"embedded: {e}") from None
     import xllamacpp
 
     threads = n_threads if n_threads > 0 else default_threads()
