@@ -11,7 +11,9 @@ MB/s of sklearn's code, ~6x the time of indexing it without vectors. Here a few 
 with literal prefixes (``_LITERALS``) look for the tokens' fixed parts over the whole text;
 only the lines a token pattern (``_ANCHORS``) hits, or that assign a 40-character value (an
 AWS secret key), are handed to the plugins (detect-secrets is imported on the first hit),
-which confirm the token and give its value. Private key blocks and generic assignments are
+which confirm the token and give its value. ``llmc.index.secret_rules`` adds the shapes the
+plugins miss (unquoted and YAML values, credentials in URLs, Google and Anthropic keys, a
+token split across string literals) and the documented example keys that are never secrets. Private key blocks and generic assignments are
 matched here (the plugin flags a ``BEGIN ... PRIVATE KEY`` line even with no key after it,
 and its keyword plugin flags ``password = "test"``): a private key needs a body, an
 assigned value must look generated (length, character classes, entropy; stricter in test
@@ -28,11 +30,13 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from llmc.index.secret_rules import documented_example, extra_hits
+
 SECRET_CONTENT = "secret-content"
 REDACTED = "[REDACTED]"
 KEYWORD = "Secret Keyword"  # a generic ``password = "..."`` finding
 # Bump when a rule changes: an index built under other rules reads every file again.
-SCANNER_VERSION = "1"
+SCANNER_VERSION = "2"
 
 # detect-secrets plugins used (module, class); the rest are left out as too noisy on code
 # (Twilio's AC/SK + 32 hex matches hashes, the keyword plugin, the entropy plugins).
@@ -139,6 +143,7 @@ def scan(rel: str, text: str) -> list[Finding]:
         key = _KEY_BEFORE.search(text, lo, start + 1)
         if key and _looks_generated(value, strict) and not _public(text, key.start()):
             spans.append((m.start("value"), m.end("value"), KEYWORD))
+    spans.extend(extra_hits(rel, text, lambda v: _looks_generated(v, strict), _plugin_hits))
     if any(p.search(text) for p in _LITERALS):
         lines.extend(_anchored_lines(text))
     if lines:
@@ -147,6 +152,7 @@ def scan(rel: str, text: str) -> list[Finding]:
             end = len(text) if end < 0 else end
             hits = _plugin_hits(text[start:end])
             spans.extend((start + a, start + b, kind) for a, b, kind in hits)
+    spans = [s for s in spans if not documented_example(text[s[0] : s[1]])]
     if not spans:
         return []
     spans.sort()
