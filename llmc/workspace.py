@@ -100,10 +100,15 @@ def load_workspaces(path: Path | None = None) -> dict[str, tuple[Path, ...]]:
 
 
 def _toml_string(value: str) -> str:
-    """A TOML basic string (JSON's escapes are TOML's, for what json.dumps writes)."""
+    """A TOML basic string (JSON's escapes are TOML's, for what json.dumps writes; TOML also
+    wants DEL escaped). A path that is not valid UTF-8 (a lone surrogate from an undecodable
+    name) cannot be written in TOML at all: one clear line."""
     import json
 
-    return json.dumps(value, ensure_ascii=False)
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in value):
+        raise LlmcError(f"{value.encode('utf-8', 'backslashreplace').decode()}: the path is "
+                        "not valid UTF-8; a workspace cannot record it")  # fmt: skip
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def save_workspaces(workspaces: dict[str, tuple[Path, ...]], path: Path | None = None) -> Path:
@@ -281,6 +286,25 @@ def search(
     }
 
 
+def without_roots(answer: dict[str, Any], found: Sequence[Member]) -> dict[str, Any]:
+    """``answer`` for a client of a daemon: members by their short names only, no absolute
+    root of any repository (``repo_root``, a member's ``root``, roots quoted in warnings)."""
+    names = {str(m.root): m.name for m in found}
+    warnings = []
+    for line in answer.get("warnings", []):
+        for root, short in names.items():
+            line = line.replace(f" ({root})", "").replace(root, short)
+        warnings.append(line)
+    return {
+        **answer,
+        "results": [
+            {k: v for k, v in r.items() if k != "repo_root"} for r in answer.get("results", [])
+        ],
+        "members": [{k: v for k, v in m.items() if k != "root"} for m in answer.get("members", [])],
+        "warnings": warnings,
+    }
+
+
 # -- asking a member ------------------------------------------------------------------------
 # ``llmc.daemon.client.try_daemon``'s shape: (root, endpoint, params, config) -> the answer,
 # or None when no daemon answers. The caller hands it in (the CLI, the daemon), so this
@@ -379,5 +403,6 @@ __all__ = [
     "remove",
     "search",
     "shared_searchers",
+    "without_roots",
     "workspaces_path",
 ]

@@ -221,6 +221,16 @@ def _search_workspace(ctx: Context, p: dict, name: str, query: str, route: str |
 
     own = ctx.engine.root.resolve()
     config = _config(p)
+    try:
+        found = workspace.members(name)
+    except workspace.UnknownWorkspace as e:
+        raise ApiError(404, "workspace_unknown", str(e)) from e
+    if own not in {m.root.resolve() for m in found}:
+        # A client of this repository's daemon searches the workspaces it belongs to, not
+        # every workspace of the user's (nor learns which exist): the same 404.
+        raise ApiError(
+            404, "workspace_unknown", f"no workspace {name!r} holds this daemon's repository"
+        )
 
     def ask(member: workspace.Member, params: dict) -> dict:
         if member.root.resolve() == own:
@@ -231,7 +241,8 @@ def _search_workspace(ctx: Context, p: dict, name: str, query: str, route: str |
         return workspace.shared_searchers(daemon=try_daemon).ask(member, params)
 
     try:
-        return workspace.search(name, query, ask, k=_int(p, "k", 1, 1000), route=route)
+        answer = workspace.search(name, query, ask, k=_int(p, "k", 1, 1000), route=route)
+        return workspace.without_roots(answer, found)
     except workspace.UnknownWorkspace as e:
         raise ApiError(404, "workspace_unknown", str(e)) from e
     except LlmcError as e:  # no member could answer
