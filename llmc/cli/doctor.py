@@ -24,15 +24,17 @@ def doctor_cmd(ctx: click.Context, root: Path, as_json: bool, verbose: int) -> N
     """
     from llmc.config import load_config
     from llmc.models.doctor import run_doctor
+    from llmc.paths import gate_state
     from llmc.search.stage_check import stages_check
 
     setup_logging(verbose)
+    gate_state(root)  # it reads .llmc/ (the learned stage costs): never state from a clone
     report = run_doctor(load_config(root), root, more=[stages_check])
     if as_json:
         render.print_json(report.as_dict())
     else:
-        for line in report.lines():
-            click.echo(line)
+        for line in report.lines():  # model names and server errors: no control character
+            click.echo(render.printable(line))
     if not report.ok:
         ctx.exit(1)
 
