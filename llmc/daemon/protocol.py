@@ -10,7 +10,9 @@
   token-guarded app (``asgi.TokenGuard``): the choice follows the socket, not a header.
 - **Bounded connections, in pools that cannot starve each other.** The Unix socket (its
   owner) has ``max_connections`` of its own; nothing on TCP counts against them. A TCP
-  connection starts in a small pool of its own (``max_unauthenticated``) and joins an
+  connection starts in a small pool of its own (``max_unauthenticated``; when it is full the
+  oldest connection there that is not being answered makes room, so a newcomer with the
+  token always gets to show it) and joins an
   authenticated pool (``max_connections`` again) once a request on it carries the token
   (``asgi.TokenGuard`` says so through ``scope["llmc.authenticated"]``); a TCP connection
   that never authenticates is closed after its first answer, or at the request deadline
@@ -106,10 +108,13 @@ class DaemonProtocol(H11Protocol):
             if self.is_unix
             else ("tcp-new", self.max_unauthenticated)
         )
-        if len(self.pools.setdefault(pool, set())) >= limit:
+        if len(self.pools.setdefault(pool, set())) >= limit and not (
+            pool == "tcp-new" and self._evict_oldest_waiting(pool)
+        ):
             what = "connections" if self.is_unix else "unauthenticated TCP connections"
             self._refuse(503, "busy", f"too many {what} (at most {limit}); retry")
             return
+        self._opened = asyncio.get_running_loop().time()
         self._join(pool)
         self._sync_deadline()
 
@@ -125,6 +130,22 @@ class DaemonProtocol(H11Protocol):
         self._pool = pool
         if pool:
             self.pools.setdefault(pool, set()).add(self)
+
+    def _evict_oldest_waiting(self, pool: str) -> bool:
+        """Make room in the unauthenticated pool for a new TCP connection: the oldest one
+        that is not being answered (idle, or still trickling its request in) gets a 503 and
+        is closed. Another local user holding the pool's few slots open would otherwise
+        turn away the owner's token-bearing connections before they could show the token;
+        this way the newest connection always gets its turn to authenticate."""
+        waiting = [
+            c for c in self.pools.get(pool, ()) if c.cycle is None or c.cycle.response_complete
+        ]
+        if not waiting:
+            return False
+        oldest = min(waiting, key=lambda c: getattr(c, "_opened", 0.0))
+        oldest._refuse(503, "busy", "too many unauthenticated TCP connections; retry")
+        oldest._join("")
+        return True
 
     async def _guarded(self, scope: dict, receive: Any, send: Any) -> None:
         """The token-guarded app, told how to report that this connection authenticated."""

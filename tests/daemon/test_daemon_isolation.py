@@ -50,3 +50,31 @@ def test_a_workspace_path_with_del_and_a_newline_round_trips(tmp_path: Path) -> 
     assert [m["root"] for m in listed["workspaces"]["team"]] == [str(odd)]
     llmc("workspace", "add", "team2", str(tmp_path), env=env)  # the file still parses
     assert "team2" in json.loads(llmc("workspace", "list", "--json", env=env).stdout)["workspaces"]
+
+
+def test_tokenless_connections_cannot_turn_away_the_owners_token_requests(shared_daemon):
+    import http.client
+    import socket
+
+    port = shared_daemon.status()["endpoints"]["tcp"]["port"]
+    token = (shared_daemon.root / ".llmc" / "daemon.token").read_text().strip()
+    held: list[socket.socket] = []
+    try:
+        for i in range(8):  # another local user holds the tokenless pool: idle, or trickling
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            if i % 2:
+                s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1")
+            held.append(s)
+        for _ in range(3):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            try:
+                conn.request("GET", "/v1/health", headers={"Authorization": f"Bearer {token}"})
+                resp = conn.getresponse()
+                assert resp.status == 200, resp.read()
+                assert json.loads(resp.read())["ok"]
+            finally:
+                conn.close()
+            held.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+    finally:
+        for s in held:
+            s.close()
