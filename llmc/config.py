@@ -73,7 +73,8 @@ class IndexConfig:
     )
     index_secrets: bool = False  # index .env*, *.pem, *.key, id_rsa*, *.p12, credentials...
     # a file whose text holds a secret (a token, a private key, password = "<generated>")
-    # is indexed with the value replaced by [REDACTED] instead of skipped
+    # is indexed with the value replaced by [REDACTED] instead of skipped (documentation
+    # pages, .md .rst .txt .adoc, are redacted either way: an example must not cost the page)
     redact_secrets: bool = False
     # Skip generated and minified files: lock files, *.min.js, source maps, minified JS/CSS/JSON,
     # Sphinx/Doxygen HTML output, "Code generated ... DO NOT EDIT" / @generated headers.

@@ -343,7 +343,8 @@ SKIP_SECRETS, REDACT_SECRETS, KEEP_SECRETS = "skip", "redact", "keep"
 
 def secrets_mode(cfg: IndexConfig) -> str:
     """What ``read_text`` does with a file holding a secret, by the config: skip it (the
-    default), index it redacted (``redact_secrets``), or as it is (``index_secrets``)."""
+    default; documentation pages are redacted instead, ``DOC_PAGES``), index it redacted
+    (``redact_secrets``), or as it is (``index_secrets``)."""
     if cfg.index_secrets:
         return KEEP_SECRETS
     return REDACT_SECRETS if getattr(cfg, "redact_secrets", False) else SKIP_SECRETS
@@ -387,12 +388,22 @@ def read_text(
     text = drop_inline_source_map(rel, text)
     if secrets_as != KEEP_SECRETS:
         found = secrets.scan(rel, text)
-        if found and secrets_as == REDACT_SECRETS:
+        if found and (secrets_as == REDACT_SECRETS or _documentation(rel)):
             log.info("%s: %s redacted", rel, secrets.describe(found))
             return FileText(secrets.redact(text, found), None)
         if found:
             return FileText(None, SkippedFile(rel, SECRET_CONTENT, secrets.describe(found)))
     return FileText(text, None)
+
+
+# Pages whose secrets are redacted even when files with secrets are skipped: a docs page that
+# shows one example ``SECRET_KEY = "..."`` would otherwise lose all of its text (a config
+# reference, a deployment tutorial). The value is still kept out of the index.
+DOC_PAGES = (".md", ".markdown", ".mdx", ".rst", ".txt", ".adoc", ".asciidoc")
+
+
+def _documentation(rel: str) -> bool:
+    return rel.lower().endswith(DOC_PAGES)
 
 
 def skipped_paths(skipped: Iterable[SkippedFile]) -> set[str]:

@@ -72,7 +72,7 @@ def test_none_of_them_is_found_by_search(tmp_path, monkeypatch):
     done = CliRunner().invoke(main, ["index", str(root), "--no-vectors", "--json", "-q"])
     assert done.exit_code == 0, done.output
     skipped = {s["path"]: s["reason"] for s in json.loads(done.stdout)["skipped"]}
-    assert set(skipped) == set(files) - {"app/main.py"}, skipped
+    assert set(skipped) == set(files) - {"app/main.py", "docs/setup.md"}, skipped
     assert {r for p, r in skipped.items() if p != ".env.production"} == {"secret-content"}
     for _, _, value in CAUGHT:
         found = CliRunner().invoke(
@@ -80,3 +80,25 @@ def test_none_of_them_is_found_by_search(tmp_path, monkeypatch):
         )
         assert found.exit_code == 0, found.output
         assert not any(value in r["snippet"] for r in json.loads(found.stdout)["results"])
+
+
+def test_a_docs_page_with_an_example_secret_loses_the_value_not_the_page(tmp_path, monkeypatch):
+    """Issue 40, item 1: a configuration reference showing one `SECRET_KEY = "..."` was
+    skipped whole; its questions never found it."""
+    monkeypatch.setenv("LLMC_NO_DAEMON", "1")
+    value = "Vq9" + "xT2mL7kP4wR8zN3bY6c"
+    page = (
+        "# Configuration\n\n## SESSION_COOKIE_LIFETIME\n\nHow long the session cookie lives.\n\n"
+        f'## SECRET_KEY\n\nSet it in production:\n\n```python\nSECRET_KEY = "{value}"\n```\n'
+    )
+    root = make_repo(tmp_path / "repo", {"docs/config.md": page, "app.py": "x = 1\n"})
+    done = CliRunner().invoke(main, ["index", str(root), "--no-vectors", "--json", "-q"])
+    assert done.exit_code == 0, done.output
+    assert not json.loads(done.stdout)["skipped"]
+    found = CliRunner().invoke(
+        main, ["search", "--repo", str(root), "--json", "--no-dense", "session cookie lifetime"]
+    )
+    results = json.loads(found.stdout)["results"]
+    assert results[0]["path"] == "docs/config.md"
+    state = b"".join(f.read_bytes() for f in (root / ".llmc").rglob("*") if f.is_file())
+    assert value.encode() not in state
