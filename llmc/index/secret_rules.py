@@ -5,27 +5,44 @@ Found indexed by `llmc search <value>` before these rules (issue 41): unquoted a
 Dockerfile, YAML ``password: ...``), credentials in a URL (``postgres://user:pass@host``:
 detect-secrets' BasicAuth plugin's pattern, with templates left out), Google API keys
 (``AIza...``), Anthropic keys (``sk-ant-...``), and a token split across adjacent string
-literals (``"ghp_abc" + "def..."``). Each rule has a cheap literal pre-filter, so a file
-without the literal costs one substring search.
+literals (``"ghp_abc" + "def..."``). Then, still found after those: an AWS secret key named
+anywhere on a line (``RUN AWS_SECRET_ACCESS_KEY=... aws s3 ...``, a comment, a Markdown
+span), a name in the middle of a line (``--password=...``), a Kubernetes ``name:``/``value:``
+pair, the rest of detect-secrets' keyword list (``db_pass``, ``api-key``), a high-entropy
+value under a name ending in ``key`` (``ENCRYPTION_KEY``, ``stripeKey``: detect-secrets'
+high-entropy rule, only where a name says key), ``Bearer``/``Basic`` credentials, a URL with an
+empty user or a percent-encoded password, and a split across lines or with PHP's ``.``.
 
-Unquoted values are looked for in configuration, shell, docs and text files only: in code a
-secret is a string literal (quoted, found by the assignment rule), while an unquoted value is
-an expression (``api_key = settings.API_KEY_V2``). Documented example keys (the AWS docs'
-``AKIAIOSFODNN7EXAMPLE`` pair, ``DOCUMENTED_EXAMPLES``) are never findings.
+Each rule has a cheap literal pre-filter, so a file without the literal costs one substring
+search. Unquoted values are looked for in configuration, shell, docs and text files only: in
+code a secret is a string literal (quoted, found by the assignment rule), while an unquoted
+value is an expression (``api_key = settings.API_KEY_V2``). Documented example keys (the AWS
+docs' ``AKIAIOSFODNN7EXAMPLE`` pair, jwt.io's token, Azurite's account key:
+``DOCUMENTED_EXAMPLES``) are never findings; a value that only looks like one is.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import math
 import re
+from collections import Counter
 from collections.abc import Callable
 
 # Keys published in vendors' documentation as examples: never a secret, often in docs.
 DOCUMENTED_EXAMPLES = frozenset(
     {
+        # AWS: docs.aws.amazon.com, "Understanding and getting your security credentials"
         "AKIAIOSFODNN7EXAMPLE",
         "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
         "AKIAI44QH8DHBEXAMPLE",
         "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY",
+        # jwt.io's example token (HS256, "John Doe")
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9l"
+        "IiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+        # Azurite / the Azure storage emulator's fixed account key (devstoreaccount1)
+        "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
     }
 )
 
@@ -39,9 +56,34 @@ _UNQUOTED = re.compile(
     r"(?P<key>[A-Za-z_][\w.\-]{0,80})[ \t]*(?:=|:|[ \t])[ \t]*"
     r"(?P<value>[^\s'\"`#;,(){}\[\]<>$]{8,256})[ \t]*(?:#.*)?\r?$"
 )
+# ``NAME=value`` inside a line (``ENV A=1 B=...``, ``--password=...``, a Markdown span): the
+# ``=`` first (a regex that starts with a name scans at a tenth of the speed), the name after.
+_INLINE_VALUE = re.compile(r"=(?P<value>[^\s'\"`#;,(){}\[\]<>$&|=]{8,256})(?=[\s;&|)`'\"]|\Z)")
+_NAME_AT_END = re.compile(r"(?:^|(?<=[\s;&|(`\-]))(?P<key>[A-Za-z_][\w.\-]{0,80})\Z", re.M)
+# A Kubernetes / compose env entry: ``- name: DB_PASSWORD`` then ``value: ...``.
+_ENV_PAIR = re.compile(
+    r"(?m)^[ \t]*-?[ \t]*name:[ \t]*['\"]?(?P<key>[\w.\-]{1,80})['\"]?[ \t]*\r?\n"
+    r"[ \t]*value:[ \t]*(?P<q>['\"]?)(?P<value>[^\s'\"#]{8,256})(?P=q)[ \t]*(?:#.*)?\r?$"
+)
+# detect-secrets' keyword plugin's list (``DENYLIST``) and the token names.
 _UNQUOTED_KEY = re.compile(
-    r"(?i)passw(?:or)?d|passwd|pwd|secret|api_?key|access_?key|private_?key|token|credential"
-    r"|auth_?key|signing_?key"
+    r"(?i)passw(?:or)?d|passwd|pwd|secret|token|credential|contrase[ñn]a"
+    r"|(?:api|auth|access|private|priv|service|account|client|db|database|signing)[_-]?key"
+    r"|(?:db|database|key)[_-]?pass"
+)
+# A name that ends in key / auth / credentials (``stripe_key``, ``stripeKey``, ``KEY``): a
+# secret only if its value is high in entropy (detect-secrets' high-entropy rule, named).
+_KEYISH = re.compile(
+    r"(?:^|[_\-.])(?i:keys?|auth|credentials?)\Z|(?<=[a-z0-9])(?:Keys?|Auth|Credentials?)\Z"
+)
+_NOT_SECRET_NAME = re.compile(
+    r"(?i)public|publishable|site_?key|cache|primary|foreign|sort|partition|idempot|lookup"
+    r"|hot_?key|short|dict|map|group|index|field|column|row|query|label|i18n|translat|finger"
+)
+# Names of things about a secret, not the secret (``password_hash``, ``token_url``).
+_ABOUT_A_SECRET = re.compile(
+    r"(?i)(?:hash|digest|url|uri|file|path|dir|name|type|ref|id|len|length|ttl|header|field"
+    r"|prompt|label|pattern|regex|format|policy|env|var|version|count|size|min|max)s?\Z"
 )
 _DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 # Where unquoted values are read as values: configuration, shell, docs, text.
@@ -52,21 +94,37 @@ _VALUE_FILES = (
 )  # fmt: skip
 _VALUE_NAMES = ("dockerfile", "containerfile", "makefile", "procfile", "envfile")
 
-# detect-secrets' BasicAuth pattern: ``scheme://user:password@``.
-_URL_CREDENTIALS = re.compile(
-    r"://[^:/?#\[\]@!$&'()*+,;=\s]+:(?P<value>[^:/?#\[\]@!$&'()*+,;=\s]+)@"
-)
-_URL_TEMPLATE = re.compile(
-    r"^(?:password|passwd|pass(?:word)?_?here|secret|pwd|x+|\*+|%s)$|[<>{}%]", re.I
+# An AWS secret access key under its name, quoted or not, anywhere on a line, in any file.
+_AWS_NAMED = re.compile(
+    r"(?i:aws)[\w.\-]{0,30}?(?i:secret)[\w.\-]{0,30}['\"]?[ \t]*(?:=>|[=:]|[ \t])[ \t]*['\"]?"
+    r"(?P<value>[A-Za-z0-9/+]{32,64})(?![A-Za-z0-9/+=_\-]|\.[A-Za-z0-9])"
 )
 
-# Adjacent string literals (``"a" "b"``, ``'a' + 'b'``) of token characters, joined before
-# the token rules read them; only where one part starts like a token.
-_SPLIT_HINT = re.compile(
-    r"['\"](?:gh[pousr]_|github_pat_|glpat-|xox[abposr]-|sk[-_]|AKIA|ASIA|AIza|SG\.|pypi-)"
+# detect-secrets' BasicAuth pattern, ``scheme://user:password@``, with an empty user allowed
+# (``redis://:pw@``) and a password's own sub-delimiters and percent-escapes kept in it.
+_URL_CREDENTIALS = re.compile(
+    r"://(?P<user>[^:/?#\[\]@!$&'()*+,;=\s\"`<>]*):(?P<value>[^:/?#\[\]@$'()\s\"`<>{}]+)@"
 )
-_SPLIT_CHAIN = re.compile(r"(?:(?P<q>['\"])[A-Za-z0-9_\-./+=]{1,200}(?P=q)[ \t]*\+?[ \t]*){2,8}")
+_URL_TEMPLATE = re.compile(
+    r"^(?:password|passwd|pass(?:word)?_?here|secret|pwd?|x+|\*+|%s)$|[<>{}]|%(?![0-9A-Fa-f]{2})",
+    re.I,
+)
+_BEARER = re.compile(r"\b[Bb]earer[ \t]+(?P<value>[A-Za-z0-9\-._~+/]{20,512}=*)")
+_BASIC = re.compile(r"\bBasic[ \t]+(?P<value>[A-Za-z0-9+/]{8,512}={0,2})(?![A-Za-z0-9+/=])")
+
+# Adjacent string literals (``"a" "b"``, ``'a' + 'b'``, ``'a' . 'b'``, over line ends), of
+# token characters, joined before the token rules read them.
+_SPLIT_CHAIN = re.compile(
+    r"(?P<q>['\"])[A-Za-z0-9_\-./+=]{1,200}(?P=q)"
+    r"(?:[ \t]*(?:[+.][ \t]*)?(?:\\?\r?\n[ \t]*(?:[+.][ \t]*)?)?"
+    r"(?P<r>['\"])[A-Za-z0-9_\-./+=]{1,200}(?P=r)){1,7}"
+)
 _SPLIT_PART = re.compile(r"(['\"])([A-Za-z0-9_\-./+=]{1,200})\1")
+# The fixed starts of the tokens the rules know: a joined chain without one is left alone.
+_TOKEN_START = re.compile(
+    r"gh[pousr]_|github_pat_|gl(?:pat|dt|ft|rt)-|xox[abposr]-|[rs]k_live_|sk-|A(?:KIA|SIA)"
+    r"|AIza|SG\.|pypi-AgE|eyJ|T3BlbkFJ|hooks\.slack\.com"
+)
 
 Hits = list[tuple[int, int, str]]
 
@@ -77,20 +135,68 @@ def extra_hits(
     """(start, end, kind) of every finding of these rules in ``text``."""
     hits: Hits = []
     if "AIza" in text:
-        hits += [(m.start(), m.end(), "Google API Key") for m in GOOGLE.finditer(text)]
+        hits += _keyed(text, GOOGLE, "Google API Key", 4, looks_generated)
     if "sk-ant-" in text:
-        hits += [(m.start(), m.end(), "Anthropic API Key") for m in ANTHROPIC.finditer(text)]
+        hits += _keyed(text, ANTHROPIC, "Anthropic API Key", 7, looks_generated)
     if "://" in text and "@" in text:
         hits += _url_credentials(text)
+    if "earer" in text or "Basic " in text:
+        hits += _auth_headers(text, looks_generated)
+    if "ecret" in text or "ECRET" in text:
+        hits += _aws_named(text)
     if _reads_values(rel):
         hits += _unquoted(text, looks_generated)
-    if _SPLIT_HINT.search(text):
-        hits += _split_tokens(text, plugin_hits)
+        if "=" in text:
+            hits += _inline(text, looks_generated)
+        if "value:" in text:
+            hits += _env_pairs(text, looks_generated)
+    hits += _split_tokens(text, plugin_hits)
     return hits
 
 
 def documented_example(value: str) -> bool:
-    return value.strip("'\"") in DOCUMENTED_EXAMPLES
+    """Whether a finding's value is a vendor's documented example (``AccountKey=`` and
+    quotes around it aside)."""
+    value = value.strip("'\"` ")
+    return value in DOCUMENTED_EXAMPLES or value.split("=", 1)[-1] in DOCUMENTED_EXAMPLES
+
+
+def secret_name(name: str, value: str, looks_generated: Callable[[str], bool]) -> bool:
+    """Whether ``value`` under ``name`` is a secret: a keyword name (detect-secrets' list)
+    with a generated-looking value, or a name ending in key with a high-entropy one."""
+    if about_a_secret(name) or "public" in name.lower():
+        return False
+    if _UNQUOTED_KEY.search(name):
+        return looks_generated(value)
+    return keyish(name) and high_entropy(value)
+
+
+def about_a_secret(name: str) -> bool:
+    """A name of something about a secret, not the secret (``password_hash``, ``token_url``)."""
+    return bool(_ABOUT_A_SECRET.search(name))
+
+
+def keyish(name: str) -> bool:
+    """A name that ends in key / auth / credentials and is not a public or lookup key."""
+    return bool(_KEYISH.search(name)) and not _NOT_SECRET_NAME.search(name)
+
+
+def high_entropy(value: str) -> bool:
+    """A value that looks random enough to be a key on its own: 20+ characters, lower and
+    upper case and digits, and Shannon entropy near the most its length allows (capped at
+    detect-secrets' base64 limit, 4.5); hex digests (at most 4 bits a character) never are."""
+    if len(value) < 20 or not (
+        any(c.islower() for c in value)
+        and any(c.isupper() for c in value)
+        and any(c.isdigit() for c in value)
+    ):
+        return False
+    return entropy(value) >= min(4.5, 0.8 * math.log2(len(value)))
+
+
+def entropy(value: str) -> float:
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
 
 
 def _reads_values(rel: str) -> bool:
@@ -104,13 +210,50 @@ def _reads_values(rel: str) -> bool:
     )
 
 
+def _keyed(
+    text: str, rule: re.Pattern, kind: str, prefix: int, looks_generated: Callable[[str], bool]
+) -> Hits:
+    """A vendor key's matches whose random part is not a placeholder (``sk-ant-xxxx...``)."""
+    return [
+        (m.start(), m.end(), kind)
+        for m in rule.finditer(text)
+        if looks_generated(m.group(0)[prefix:])
+    ]
+
+
 def _url_credentials(text: str) -> Hits:
     out: Hits = []
     for m in _URL_CREDENTIALS.finditer(text):
         value = m.group("value")
-        if _URL_TEMPLATE.search(value):
-            continue  # postgres://user:password@localhost, ://u:${PW}@, ://u:<pw>@
+        if _URL_TEMPLATE.search(value) or value == m.group("user"):
+            continue  # ://user:password@, ://u:${PW}@, ://u:<pw>@, postgres:postgres@
         out.append((m.start("value"), m.end("value"), "Basic Auth Credentials"))
+    return out
+
+
+def _auth_headers(text: str, looks_generated: Callable[[str], bool]) -> Hits:
+    out: Hits = []
+    for m in _BEARER.finditer(text):
+        if looks_generated(m.group("value")):
+            out.append((m.start("value"), m.end("value"), "Bearer Token"))
+    for m in _BASIC.finditer(text):
+        try:
+            decoded = base64.b64decode(m.group("value"), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            continue
+        user, sep, password = decoded.partition(":")
+        if sep and password and decoded.isprintable() and not _URL_TEMPLATE.search(password):
+            out.append((m.start("value"), m.end("value"), "Basic Auth Credentials"))
+    return out
+
+
+def _aws_named(text: str) -> Hits:
+    """An AWS secret access key under an ``aws..secret..`` name: the value is judged by its
+    shape alone (no placeholder words: ``...EXAMPLEKEY`` that is not the docs' is a key)."""
+    out: Hits = []
+    for m in _AWS_NAMED.finditer(text):
+        if high_entropy(m.group("value")):
+            out.append((m.start("value"), m.end("value"), "AWS Secret Access Key"))
     return out
 
 
@@ -118,28 +261,56 @@ def _unquoted(text: str, looks_generated: Callable[[str], bool]) -> Hits:
     out: Hits = []
     for m in _UNQUOTED.finditer(text):
         value = m.group("value")
-        if not _UNQUOTED_KEY.search(m.group("key")) or _DOTTED_NAME.fullmatch(value):
+        if _DOTTED_NAME.fullmatch(value):
             continue
-        if looks_generated(value):
+        if secret_name(m.group("key"), value, looks_generated):
+            out.append((m.start("value"), m.end("value"), "Secret Keyword"))
+    return out
+
+
+def _inline(text: str, looks_generated: Callable[[str], bool]) -> Hits:
+    out: Hits = []
+    for m in _INLINE_VALUE.finditer(text):
+        value = m.group("value")
+        key = _NAME_AT_END.search(text, max(0, m.start() - 81), m.start())
+        if key is None or _DOTTED_NAME.fullmatch(value):
+            continue
+        if secret_name(key.group("key"), value, looks_generated):
+            out.append((m.start("value"), m.end("value"), "Secret Keyword"))
+    return out
+
+
+def _env_pairs(text: str, looks_generated: Callable[[str], bool]) -> Hits:
+    out: Hits = []
+    for m in _ENV_PAIR.finditer(text):
+        if secret_name(m.group("key"), m.group("value"), looks_generated):
             out.append((m.start("value"), m.end("value"), "Secret Keyword"))
     return out
 
 
 def _split_tokens(text: str, plugin_hits: Callable[[str], Hits]) -> Hits:
     out: Hits = []
-    for hint in _SPLIT_HINT.finditer(text):
-        chain = _SPLIT_CHAIN.match(text, hint.start())
-        if chain is None:
-            continue
+    for chain in _SPLIT_CHAIN.finditer(text):
         joined = "".join(p.group(2) for p in _SPLIT_PART.finditer(chain.group(0)))
+        if not _TOKEN_START.search(joined):
+            continue
         found = plugin_hits(joined) or [
             (m.start(), m.end(), kind)
             for rule, kind in ((GOOGLE, "Google API Key"), (ANTHROPIC, "Anthropic API Key"))
             for m in rule.finditer(joined)
         ]
-        if found:
+        if found and not documented_example(joined[found[0][0] : found[0][1]]):
             out.append((chain.start(), chain.end(), found[0][2]))
     return out
 
 
-__all__ = ["DOCUMENTED_EXAMPLES", "documented_example", "extra_hits"]
+__all__ = [
+    "DOCUMENTED_EXAMPLES",
+    "about_a_secret",
+    "documented_example",
+    "entropy",
+    "extra_hits",
+    "high_entropy",
+    "keyish",
+    "secret_name",
+]

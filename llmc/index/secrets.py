@@ -25,18 +25,23 @@ MB/s alone; inside a full ``llmc index --no-vectors`` of llmc (6 MB) or sklearn 
 from __future__ import annotations
 
 import functools
-import math
 import re
-from collections import Counter
 from dataclasses import dataclass
 
-from llmc.index.secret_rules import documented_example, extra_hits
+from llmc.index.secret_rules import (
+    about_a_secret,
+    documented_example,
+    entropy,
+    extra_hits,
+    high_entropy,
+    keyish,
+)
 
 SECRET_CONTENT = "secret-content"
 REDACTED = "[REDACTED]"
 KEYWORD = "Secret Keyword"  # a generic ``password = "..."`` finding
 # Bump when a rule changes: an index built under other rules reads every file again.
-SCANNER_VERSION = "3"
+SCANNER_VERSION = "4"
 
 # detect-secrets plugins used (module, class); the rest are left out as too noisy on code
 # (Twilio's AC/SK + 32 hex matches hashes, the keyword plugin, the entropy plugins).
@@ -97,11 +102,21 @@ _PUTTY = re.compile(r"PuTTY-User-Key-File-[0-9]+:[^\n]*\n(?:[^\n]*\n){0,8}?Priva
 # tenth of the speed); ``_KEY_BEFORE`` then checks the name in front of it.
 _VALUE = re.compile(r"[=:>][ \t]*[rbuRBU]{0,2}(?P<q>['\"])(?P<value>[^'\"`\s\\]{8,256})(?P=q)")
 _KEY_BEFORE = re.compile(
-    r"(?i:(?:passw(?:or)?d|passwd|pwd|secret|api_?key|access_?key|private_?key|client_?secret"
-    r"|(?:auth|access|refresh|api|bearer)_?token)[A-Za-z0-9_]*|token)"
+    r"(?P<name>(?i:(?:passw(?:or)?d|passwd|pwd|secret|contrase[ñn]a|credential"
+    r"|(?:api|auth|access|private|priv|service|account|client|db|database|signing)[_-]?key"
+    r"|(?:db|database|key)_?pass|client_?secret|(?:auth|access|refresh|api|bearer)_?token)"
+    r"[A-Za-z0-9_]*|token))"
     r"['\"]?(?:[ \t]*:[ \t]*[A-Za-z_][\w.\[\], |]{0,40})?[ \t]*(?:=>|:=|[:=])?[ \t]*\Z"
 )
-_KEY_STEMS = ("pass", "pwd", "secret", "key", "token")  # one is in every _KEY_BEFORE match
+# Any name before a value, for the names that end in key (``stripeKey``, ``ENCRYPTION_KEY``).
+_NAME_BEFORE = re.compile(
+    r"(?P<name>[A-Za-z_][\w\-]{0,60})['\"]?(?:[ \t]*:[ \t]*[A-Za-z_][\w.\[\], |]{0,40})?"
+    r"[ \t]*(?:=>|:=|[:=])?[ \t]*\Z"
+)
+# One is in every _KEY_BEFORE and keyish name: a value with none of them before it is no secret.
+_KEY_STEMS = ("pass", "pwd", "secret", "key", "token", "auth", "cred", "contras")
+_SEPARATORS = re.compile(r"[/_.\-:]+")
+_WORD = re.compile(r"(?:[a-z]+|[A-Z][a-z]*|[A-Z]+)[0-9]{0,4}|[0-9]+")
 _PLACEHOLDER = re.compile(
     r"example|sample|changeme|change_me|dummy|fake|placeholder|your|xxxx|\*\*\*|redacted"
     r"|\.\.\.|…|\$\{|\{\{|%\(|%s|\||://|^[</.\[\]()]",
@@ -140,8 +155,7 @@ def scan(rel: str, text: str) -> list[Finding]:
         before = text[lo:start].lower()
         if not any(stem in before for stem in _KEY_STEMS):
             continue  # most values (a JSON file's): no regex needed
-        key = _KEY_BEFORE.search(text, lo, start + 1)
-        if key and _looks_generated(value, strict) and not _public(text, key.start()):
+        if _secret_assignment(text, lo, start, value, strict):
             spans.append((m.start("value"), m.end("value"), KEYWORD))
     spans.extend(extra_hits(rel, text, lambda v: _looks_generated(v, strict), _plugin_hits))
     if any(p.search(text) for p in _LITERALS):
@@ -240,6 +254,22 @@ def _aws_key_id(line: str, value: str, start: int, end: int) -> bool:
     return end - start == 20 and not (start > 0 and line[start - 1].isalnum())
 
 
+def _secret_assignment(text: str, lo: int, start: int, value: str, strict: bool) -> bool:
+    """Whether the quoted ``value`` after ``text[start]`` (an operator) is a secret by the
+    name in front of it: a keyword name and a generated-looking value, or a name that ends
+    in key (``stripeKey``) and a high-entropy value; never a name about a secret
+    (``password_hash``, ``token_url``) or a public key."""
+    key = _KEY_BEFORE.search(text, lo, start + 1)
+    if key is not None:
+        if _public(text, key.start()) or about_a_secret(key.group("name")):
+            return False
+        return _looks_generated(value, strict)
+    name = _NAME_BEFORE.search(text, lo, start + 1)
+    if name is None or _public(text, name.start()):
+        return False
+    return keyish(name.group("name")) and high_entropy(value)
+
+
 def _public(text: str, at: int) -> bool:
     """Whether the name ending in the keyword at ``at`` says public (``publicKeyToken``)."""
     start = at
@@ -275,6 +305,9 @@ def _looks_generated(value: str, strict: bool) -> bool:
         return False
     if not re.search(r"\d|[^\w.-]", value):
         return False  # letters, '_', '-', '.': a name or a word
+    parts = [p for p in _SEPARATORS.split(value) if p]
+    if len(parts) > 1 and all(_WORD.fullmatch(p) for p in parts):
+        return False  # words and numbers: a path, a name (``prod/db/password-v2``)
     classes = (
         any(c.islower() for c in value)
         + any(c.isupper() for c in value)
@@ -283,12 +316,7 @@ def _looks_generated(value: str, strict: bool) -> bool:
     )
     if classes < 2:
         return False
-    return _entropy(value) >= (3.5 if strict else 3.0)
-
-
-def _entropy(value: str) -> float:
-    n = len(value)
-    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+    return entropy(value) >= (3.5 if strict else 3.0)
 
 
 __all__ = ["Finding", "REDACTED", "SECRET_CONTENT", "describe", "policy", "redact", "scan"]

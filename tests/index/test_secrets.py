@@ -160,3 +160,134 @@ def test_token_kinds_are_found_and_redacted_whole(rel, text):
 )
 def test_no_secret_in_ordinary_code(rel, text):
     assert scan(rel, text) == []
+
+
+# Issue 41, item 4: shapes the scan missed after the first widening (secret_rules.py),
+# each indexed and found by `llmc search <value>`. Values are built from parts.
+B64 = "Zq8vT3xYw9LmN2pR" + "5sK7aB4cD6eF1gH0"
+PW = "Mv7qT2x" + "R9zL4wKp"
+NEAR_DOCS_AWS = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYz" + "EXAMPLEKEY"  # not the docs' value
+S40 = AWS_SECRET
+GH = GITHUB
+
+MISSED = [
+    ("deploy/run.sh", f"AWS_SECRET_ACCESS_KEY={NEAR_DOCS_AWS}\n", NEAR_DOCS_AWS),
+    ("Dockerfile", f"FROM alpine\nENV REGION=eu AWS_SECRET_ACCESS_KEY={S40}\n", S40),
+    ("ci/Dockerfile.build", f"RUN AWS_SECRET_ACCESS_KEY={S40} aws s3 sync . s3://b\n", S40),
+    ("docs/deploy.md", f"Run with `AWS_SECRET_ACCESS_KEY={S40}` set.\n", S40),
+    ("app/boto_setup.py", f"# aws_secret_access_key = {S40}\nimport boto3\n", S40),
+    (
+        "k8s/deploy.yaml",
+        f"env:\n  - name: DB_PASSWORD\n    value: {PW}\n  - name: MODE\n    value: prod\n",
+        PW,
+    ),
+    ("config/app.yaml", f"service:\n  x-api-key: {PW}\n", PW),
+    ("config/db.yml", f"primary:\n  db_pass: {PW}\n", PW),
+    ("config/pay.yaml", f"stripe_key: {B64}\n", B64),
+    ("app/crypto.py", f'ENCRYPTION_KEY = "{B64}"\n', B64),
+    ("web/config.json", f'{{"stripeKey": "{B64}", "mode": "live"}}\n', B64),
+    ("svc/db.go", f'func open() {{\n\tdbPass := "{PW}"\n}}\n', PW),
+    ("docs/restore.md", f"    mysql -u root --password={PW} shop < dump.sql\n", PW),
+    ("app/client.py", f'HEADERS = {{"Authorization": "Bearer {B64}"}}\n', B64),
+    ("scripts/call.sh", f'curl -H "Authorization: Bearer {B64}" https://api.internal\n', B64),
+    ("app/cache.py", f'REDIS = "redis://:{PW}@cache:6379/0"\n', PW),
+    ("app/db.py", f'DB = "postgres://app:{PW}%40x@db.internal/app"\n', PW),
+    ("ci/gh.py", f'T = "gh" + "{GH[2:]}"\n', GH[2:]),
+    ("ci/gh2.py", f'T = (\n    "{GH[:12]}"\n    "{GH[12:]}"\n)\n', GH[12:]),
+    ("web/gh.js", f"const t = '{GH[:12]}' +\n  '{GH[12:]}';\n", GH[12:]),
+    ("web/gh.php", f"<?php\n$t = '{GH[:12]}' . '{GH[12:]}';\n", GH[12:]),
+]
+
+
+@pytest.mark.parametrize("rel, text, value", MISSED)
+def test_more_shapes_are_found_and_redacted(rel, text, value):
+    found = scan(rel, text)
+    assert found, (rel, text)
+    assert value not in redact(text, found)
+
+
+@pytest.mark.parametrize(
+    "rel, text",
+    [
+        # the placeholders the issue names
+        ("config/app.yaml", "db:\n  password: ${DB_PASSWORD}\n  api_key: <your-key>\n"),
+        ("config/app.yaml", "auth:\n  password: changeme\n  token: xxx\n  secret: xxxxxxxx\n"),
+        ("app/settings.py", "password = os.environ['DB_PASSWORD']\npassword = None\n"),
+        ("app/auth.py", "def login(password: str, api_key=api_key):\n    return api_key\n"),
+        ("deploy/run.sh", 'export API_KEY="${API_KEY:-}"\nPASSWORD=$1\nread -s TOKEN\n'),
+        ("Dockerfile", "ARG NPM_TOKEN\nENV NPM_TOKEN=${NPM_TOKEN}\n"),
+        # names, paths, hashes and well-known defaults are not secrets
+        ("config/app.yaml", "token_type: Bearer\nsecret_ref: prod/db/password-v2\n"),
+        ("config/app.yaml", "password_file: /run/secrets/db_password\ntoken_ttl: 3600s\n"),
+        ("app/users.py", 'password_hash = "pbkdf2_sha256$260000$abc$def"\n'),
+        ("app/party.py", 'secret_santa = "Alice-Bob-2024"\nsort_key = "created_at"\n'),
+        ("docker-compose.yml", "DB: postgres://postgres:postgres@db:5432/postgres\n"),
+        ("docs/api.md", "Send `Authorization: Bearer <token>` or `Bearer ${TOKEN}`.\n"),
+        ("app/llm.py", 'KEY = "sk-ant-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"\n'),
+        ("app/hashes.py", 'cache_key = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934c"\n'),
+        (
+            "k8s/deploy.yaml",
+            "env:\n  - name: DB_PASSWORD\n    valueFrom:\n      secretKeyRef: {}\n",
+        ),
+        ("app/names.py", 'public_key = "' + B64 + '"\nPUBLISHABLE_KEY = "' + B64 + '"\n'),
+        ("app/msgs.py", 'MSG = ("token " "expired")\nURL = "https://" + "example.com"\n'),
+    ],
+)
+def test_placeholders_and_names_stay_indexed(rel, text):
+    assert scan(rel, text) == []
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "AKIAIOSFODNN7EXAMPLE",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6Ikpv"
+        "aG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+        "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
+    ],
+)
+def test_documented_example_keys_are_allowed(value):
+    for rel, text in (
+        ("docs/aws.md", f"```\nexport AWS_SECRET_ACCESS_KEY={value}\n```\n"),
+        ("app/example.py", f'TOKEN = "{value}"\n'),
+        ("docs/azure.md", f"`AccountName=devstoreaccount1;AccountKey={value}`\n"),
+    ):
+        assert scan(rel, text) == [], (rel, value)
+
+
+def test_the_new_shapes_are_not_found_by_search_and_docs_examples_are(tmp_path):
+    files = {rel: text for rel, text, _ in MISSED}
+    files["docs/aws_cli.md"] = (
+        "# Configure the AWS CLI\n\nThe zanzibarquill walkthrough:\n\n"
+        "    AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\n"
+        "    AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"
+    )
+    files["scripts/aws_demo.sh"] = (
+        "# marrowpike demo, with the AWS docs' keys\n"
+        "export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\n"
+        'export AWS_SECRET_ACCESS_KEY="wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"\n'
+    )
+    files["app/main.py"] = "def fennelwhistle():\n    return 1\n"
+    root = make_repo(tmp_path / "r", files)
+    data = json.loads(_index(root, "--json").stdout)
+    state = _state_bytes(root)  # before searching: queries are logged in .llmc/
+    skipped = {s["path"]: s["reason"] for s in data["skipped"]}
+    pages = {"docs/deploy.md", "docs/restore.md"}  # docs pages: indexed with values redacted
+    assert {p for p, r in skipped.items() if r == "secret-content"} == {
+        rel for rel, _, _ in MISSED
+    } - pages
+    assert "[REDACTED]" in json.dumps(_search(root, "mysql root shop dump"))
+    for query, path in (
+        ("zanzibarquill", "docs/aws_cli.md"),
+        ("marrowpike", "scripts/aws_demo.sh"),
+    ):
+        hits = _search(root, query)  # the docs' example keys keep their pages, unredacted
+        assert hits and hits[0]["path"] == path and path not in skipped
+        assert "AKIAIOSFODNN7EXAMPLE" in hits[0]["snippet"], hits[0]
+    outputs = [json.dumps(data)]
+    for _, _, value in MISSED:
+        outputs.append(json.dumps(_search(root, value)))
+    for _, _, value in MISSED:
+        assert value.encode() not in state, value
+        assert not any(value in out for out in outputs), value
