@@ -109,8 +109,9 @@ _URL_TEMPLATE = re.compile(
     r"^(?:password|passwd|pass(?:word)?_?here|secret|pwd?|x+|\*+|%s)$|[<>{}]|%(?![0-9A-Fa-f]{2})",
     re.I,
 )
-_BEARER = re.compile(r"\b[Bb]earer[ \t]+(?P<value>[A-Za-z0-9\-._~+/]{20,512}=*)")
-_BASIC = re.compile(r"\bBasic[ \t]+(?P<value>[A-Za-z0-9+/]{8,512}={0,2})(?![A-Za-z0-9+/=])")
+# Literal first (``earer``, ``Basic``): a regex that starts with ``\b`` or a class scans slowly.
+_BEARER = re.compile(r"earer[ \t]+(?P<value>[A-Za-z0-9\-._~+/]{20,512}=*)")
+_BASIC = re.compile(r"Basic[ \t]+(?P<value>[A-Za-z0-9+/]{8,512}={0,2})(?![A-Za-z0-9+/=])")
 
 # Adjacent string literals (``"a" "b"``, ``'a' + 'b'``, ``'a' . 'b'``, over line ends), of
 # token characters, joined before the token rules read them.
@@ -118,6 +119,13 @@ _SPLIT_CHAIN = re.compile(
     r"(?P<q>['\"])[A-Za-z0-9_\-./+=]{1,200}(?P=q)"
     r"(?:[ \t]*(?:[+.][ \t]*)?(?:\\?\r?\n[ \t]*(?:[+.][ \t]*)?)?"
     r"(?P<r>['\"])[A-Za-z0-9_\-./+=]{1,200}(?P=r)){1,7}"
+)
+# Where one literal ends and the next begins, one regex per quote: a literal first character
+# scans at ~400 MB/s, a class (``['"]``) at ~150. The chain is matched only from the literal
+# before a seam.
+_SEAMS = tuple(
+    re.compile(q + r"[ \t]*(?:[+.][ \t]*)?(?:\\?\r?\n[ \t]*(?:[+.][ \t]*)?)?['\"]")
+    for q in ('"', "'")
 )
 _SPLIT_PART = re.compile(r"(['\"])([A-Za-z0-9_\-./+=]{1,200})\1")
 # The fixed starts of the tokens the rules know: a joined chain without one is left alone.
@@ -234,9 +242,13 @@ def _url_credentials(text: str) -> Hits:
 def _auth_headers(text: str, looks_generated: Callable[[str], bool]) -> Hits:
     out: Hits = []
     for m in _BEARER.finditer(text):
+        if text[m.start() - 1 : m.start()] not in ("B", "b") or _word_before(text, m.start() - 1):
+            continue
         if looks_generated(m.group("value")):
             out.append((m.start("value"), m.end("value"), "Bearer Token"))
     for m in _BASIC.finditer(text):
+        if _word_before(text, m.start()):
+            continue
         try:
             decoded = base64.b64decode(m.group("value"), validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError, ValueError):
@@ -245,6 +257,10 @@ def _auth_headers(text: str, looks_generated: Callable[[str], bool]) -> Hits:
         if sep and password and decoded.isprintable() and not _URL_TEMPLATE.search(password):
             out.append((m.start("value"), m.end("value"), "Basic Auth Credentials"))
     return out
+
+
+def _word_before(text: str, at: int) -> bool:
+    return at > 0 and (text[at - 1].isalnum() or text[at - 1] == "_")
 
 
 def _aws_named(text: str) -> Hits:
@@ -290,7 +306,15 @@ def _env_pairs(text: str, looks_generated: Callable[[str], bool]) -> Hits:
 
 def _split_tokens(text: str, plugin_hits: Callable[[str], Hits]) -> Hits:
     out: Hits = []
-    for chain in _SPLIT_CHAIN.finditer(text):
+    done = 0
+    for at in sorted(m.start() for seams in _SEAMS for m in seams.finditer(text)):
+        if at < done:
+            continue
+        opening = text.rfind(text[at], max(done, at - 201), at)
+        chain = _SPLIT_CHAIN.match(text, opening) if opening >= 0 else None
+        if chain is None:
+            continue
+        done = chain.end()
         joined = "".join(p.group(2) for p in _SPLIT_PART.finditer(chain.group(0)))
         if not _TOKEN_START.search(joined):
             continue
