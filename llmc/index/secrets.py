@@ -12,14 +12,18 @@ with literal prefixes (``_LITERALS``) look for the tokens' fixed parts over the 
 only the lines a token pattern (``_ANCHORS``) hits, or that assign a 40-character value (an
 AWS secret key), are handed to the plugins (detect-secrets is imported on the first hit),
 which confirm the token and give its value. ``llmc.index.secret_rules`` adds the shapes the
-plugins miss (unquoted and YAML values, credentials in URLs, Google and Anthropic keys, a
-token split across string literals) and the documented example keys that are never secrets. Private key blocks and generic assignments are
-matched here (the plugin flags a ``BEGIN ... PRIVATE KEY`` line even with no key after it,
-and its keyword plugin flags ``password = "test"``): a private key needs a body, an
-assigned value must look generated (length, character classes, entropy; stricter in test
-files, where fixtures hold made-up passwords). Measured (AMD EPYC, 2 shared cores): 30-60
-MB/s alone; inside a full ``llmc index --no-vectors`` of llmc (6 MB) or sklearn (15 MB)
-0.6-0.8 s of 4.5-12 s (it runs in the indexer's process, beside the chunk workers).
+plugins miss (unquoted and YAML values, credentials in URLs: BasicAuth's pattern, Bearer and
+Basic headers, Google and Anthropic keys, a token split across string literals, detect-secrets'
+keyword list, a high-entropy value under a name that ends in key) and the documented example
+keys that are never secrets. Private key blocks and generic assignments are matched here
+(the plugin flags a ``BEGIN ... PRIVATE KEY`` line even with no key after it, and its keyword
+plugin flags ``password = "test"``, its entropy plugins every quoted base64 string): a
+private key needs a body, an assigned value must look generated (length, character classes,
+entropy; stricter in test files, where fixtures hold made-up passwords). Measured (AMD EPYC,
+2 shared cores, ``benchmarks/bench_secret_scan.py``, scanner 3 -> 4): llmc's 3.6 MB 33 -> 28
+MB/s, transformers' 53.6 MB 42 -> 37, sklearn's 13.5 MB 39 -> 37; inside a full ``llmc index
+--no-vectors`` of llmc (6 MB) or sklearn (15 MB) the scan is 0.6-0.8 s of 4.5-12 s (it runs
+in the indexer's process, beside the chunk workers).
 """
 
 from __future__ import annotations
