@@ -513,21 +513,17 @@ def _load_toml(cfg: Config, path: Path, from_repo: bool = False) -> None:
                 continue
             _set(cfg, key, value, str(path), from_text=False)
     if refused:
-        log.warning(
-            "%s: %s ignored: a repository's llmc.toml may set only how its own files are "
-            "indexed and ranked (`llmc config` says why for each; set them in %s or "
-            "LLMC_<SECTION>__<KEY>)",
-            path,
-            ", ".join(refused),
-            user_config_path(),
-        )
+        from llmc.repo_config import ignored_warning
+
+        shown = {key: cfg.ignored[key] for key in refused}
+        log.warning("%s", ignored_warning(str(path), shown, str(user_config_path())))
 
 
 def _repo_refuses(cfg: Config, key: str, value: Any, path: Path) -> bool:
     """True (and the key recorded in ``cfg.ignored``) when a repository's ``llmc.toml`` may
     not set ``key`` to ``value`` (``llmc.repo_config``). An unknown key or a badly typed
     value is still the usual one-line error."""
-    from llmc.repo_config import out_of_bounds, user_only_reason
+    from llmc.repo_config import why_ignored
 
     section_name, _, name = key.partition(".")
     if section_name not in {f.name for f in _sections()}:
@@ -535,11 +531,7 @@ def _repo_refuses(cfg: Config, key: str, value: Any, path: Path) -> bool:
     hints = _hints(type(getattr(cfg, section_name)))
     if name not in hints:
         return False  # the usual error names the known keys
-    why = user_only_reason(key)
-    if why is None:
-        why = out_of_bounds(key, _coerce(value, hints[name], str(path), key, False))
-    else:
-        why = f"user-only: it {why}"
+    why = why_ignored(key, lambda: _coerce(value, hints[name], str(path), key, False))
     if why is None:
         return False
     cfg.ignored[key] = (value, str(path), why)
