@@ -186,3 +186,73 @@ def test_an_audit_of_opened_files_shows_none_the_repository_named(tmp_path):
 def test_repo_config_field_is_not_a_section():
     assert "ignored" not in {f.name for f in dataclasses.fields(Config) if f.name != "ignored"}
     assert all(not key.startswith(("ignored.", "sources.")) for key in _keys())
+
+
+def test_a_repository_cannot_switch_the_latency_budget_off(tmp_path, monkeypatch):
+    """`search.budget_ms = 0` turned the budget off, so HyDE (on by default) would call the
+    user's LLM server on every vague query; a higher budget let it in too."""
+    monkeypatch.setenv("LLMC_NO_DAEMON", "1")
+    root = make_repo(tmp_path / "repo", {**SAMPLE_FILES, "llmc.toml": "[search]\nbudget_ms = 0\n"})
+    cfg = load_config(root)
+    assert cfg.search.budget_ms == Config().search.budget_ms
+    assert "LLM" in cfg.ignored["search.budget_ms"][2]
+    assert CliRunner().invoke(main, ["index", str(root), "--no-vectors", "-q"]).exit_code == 0
+    found = CliRunner().invoke(
+        main, ["search", "--repo", str(root), "--no-dense", "--explain", "session store"]
+    )
+    assert found.exit_code == 0, found.output
+    assert "search.budget_ms = 0" not in found.stdout and "budget 150 ms" in found.stdout
+
+
+def test_one_warning_says_which_keys_are_user_only_and_which_values_out_of_bounds(
+    tmp_path, caplog, isolated_config
+):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "llmc.toml").write_text(
+        "[index]\nindex_secrets = true\n[search]\nk = 1000000000\n[daemon]\ntcp = true\n"
+    )
+    with caplog.at_level("WARNING"):
+        load_config(repo)
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    user = str(isolated_config / "llmc" / "config.toml")
+    assert f"index.index_secrets, daemon.tcp are user-only (set them in {user} or LLMC_" in warning
+    assert "search.k = 1000000000 is out of bounds (must be between 1 and 1000)" in warning
+
+
+def test_llmc_config_shows_each_ignored_key_in_full(tmp_path):
+    """In the whole table the reasons were cut at the terminal's width."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "llmc.toml").write_text(HOSTILE)
+    result = CliRunner().invoke(main, ["config", "--repo", str(repo)], terminal_width=80)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    cfg = load_config(repo)
+    for key in REFUSED:
+        value, _, why = cfg.ignored[key]
+        line = f"  {key}: ignored {json.dumps(value)}: {why}"
+        assert line in lines, key
+
+
+def test_llmc_config_prints_a_repositorys_values_as_they_are(tmp_path):
+    """Values were read as rich markup: `[/]` was a traceback, `[bold red]x` printed `x`."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "llmc.toml").write_text(
+        '[index]\ninclude = ["[/]", "[bold red]x"]\n[daemon]\ntcp = "[/]"\n'
+    )
+    result = CliRunner().invoke(main, ["config", "--repo", str(repo), "index.include"])
+    assert result.exit_code == 0, result.output
+    assert '["[/]", "[bold red]x"]' in result.stdout
+    result = CliRunner().invoke(main, ["config", "--repo", str(repo), "daemon.tcp"])
+    assert result.exit_code == 0, result.output
+    assert 'ignored "[/]"' in result.stdout
+
+
+def test_repository_bounds_are_a_requests_where_both_may_set_a_key():
+    from llmc.request_config import QUERY_KEYS
+
+    for key in set(REPO_KEYS) & set(QUERY_KEYS):
+        rule, bound = QUERY_KEYS[key], REPO_KEYS[key]
+        assert (bound.lo, bound.hi, bound.choices) == (rule.lo, rule.hi, rule.choices), key

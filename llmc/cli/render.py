@@ -477,8 +477,11 @@ def print_config(
     ignored: dict[str, tuple[Any, str, str]] | None = None,
 ) -> None:
     """`llmc config`: each key, its value and where the value came from; a value the
-    repository's llmc.toml tried to set and may not is shown as ignored, with why."""
-    ignored = ignored or {}
+    repository's llmc.toml tried to set and may not is shown as ignored, with why: in JSON
+    an ``ignored`` object, in text one whole line per key under the table (a table cell
+    would be cut at the terminal's width). Values are text, never rich markup: they may
+    come from the repository."""
+    ignored = {k: ignored[k] for k, _, _ in items if k in (ignored or {})}
     if as_json:
         out: dict[str, Any] = {}
         for k, v, s in items:
@@ -488,14 +491,28 @@ def print_config(
                 out[k]["ignored"] = {"value": value, "source": where, "why": why}
         return print_json(out)
     from rich.table import Table
+    from rich.text import Text
 
     table = Table("key", "value", "source", box=None)
     for key, value, source in items:
         if key in ignored:
-            theirs, where, why = ignored[key]
-            source += f"; ignored {json.dumps(theirs)} from {where}: {why}"
-        table.add_row(key, json.dumps(value), source)
-    console().print(table)
+            source += "; repo value ignored"
+        table.add_row(Text(key), Text(json.dumps(value)), Text(source))
+    con = console()
+    con.print(table)
+    for where in dict.fromkeys(where for _, where, _ in ignored.values()):
+        from llmc.config import user_config_path
+
+        con.print(
+            Text(
+                f"ignored in {where}: a repository's llmc.toml may set only how its own files "
+                f"are indexed and ranked (set the others in {user_config_path()} or "
+                "LLMC_<SECTION>__<KEY>):"
+            )
+        )
+        for key, (value, source, why) in ignored.items():
+            if source == where:
+                con.print(Text(f"  {key}: ignored {json.dumps(value)}: {why}"))
 
 
 def print_status(st: IndexStatus, verbose: int) -> None:
