@@ -123,6 +123,10 @@ def test_llmc_config_shows_what_was_ignored_and_why(tmp_path):
     assert secret["value"] is False and secret["source"] == "default"
     assert secret["ignored"]["value"] is True and "secret" in secret["ignored"]["why"]
     assert "model" in data["search.ranker_model"]["ignored"]["why"]
+    default = Config()
+    for key in REFUSED:  # each the default still, and shown as ignored with why
+        assert data[key]["value"] == default.get(key) and data[key]["source"] == "default", key
+        assert data[key]["ignored"]["why"].startswith("user-only: it "), key
     text = CliRunner().invoke(main, ["config", "--repo", str(repo), "daemon.tcp"])
     assert text.exit_code == 0 and "ignored true" in text.output and "daemon" in text.output
     one = CliRunner().invoke(main, ["config", "--repo", str(repo), "--json", "search.k"])
