@@ -25,11 +25,10 @@ LADDER = thresholds(0.7, 0.1, 0.3)
 
 @pytest.fixture(scope="module")
 def hyde_repo(indexed_repo, tmp_path_factory):
-    """A copy of the indexed fixture repo with no latency budget in its llmc.toml (the LLM
-    runs on every CPU); its hypothesis cache is shared by this module's tests."""
+    """A copy of the indexed fixture repo; its hypothesis cache is shared by this module's
+    tests (the user's config has no latency budget: the LLM runs on every CPU)."""
     root = tmp_path_factory.mktemp("hyde") / "shop"
     shutil.copytree(indexed_repo, root)
-    (root / "llmc.toml").write_text("[search]\nbudget_ms = 0\n", encoding="utf-8")
     return root
 
 
@@ -38,7 +37,10 @@ def _no_daemon(monkeypatch):
     monkeypatch.setenv("LLMC_NO_DAEMON", "1")
     # the embedded LLM and HyDE for every intent: the user's choice (a repository's
     # llmc.toml may not switch an LLM stage on)
-    user_config('[llm]\nprovider = "embedded"\n\n[hyde]\nintents = ["code", "docs", "mixed"]\n')
+    user_config(
+        '[llm]\nprovider = "embedded"\n\n[hyde]\nintents = ["code", "docs", "mixed"]\n'
+        "\n[search]\nbudget_ms = 0\n"
+    )
 
 
 def search_cli(runner, root, *args):
