@@ -286,22 +286,36 @@ def search(
     }
 
 
+def hide_roots(text: str, found: Sequence[Member]) -> str:
+    """``text`` with each member's absolute root (as stored and as resolved) replaced by
+    its short name: ``/src/old/llmc.toml`` reads ``old/llmc.toml``. Longest root first, so
+    a member nested in another keeps its own name."""
+    roots = {}
+    for m in found:
+        for root in (str(m.root), str(m.root.resolve())):
+            roots.setdefault(root, m.name)
+    for root in sorted(roots, key=len, reverse=True):
+        text = text.replace(f"{roots[root]} ({root})", roots[root]).replace(root, roots[root])
+    return text
+
+
 def without_roots(answer: dict[str, Any], found: Sequence[Member]) -> dict[str, Any]:
     """``answer`` for a client of a daemon: members by their short names only, no absolute
-    root of any repository (``repo_root``, a member's ``root``, roots quoted in warnings)."""
-    names = {str(m.root): m.name for m in found}
-    warnings = []
-    for line in answer.get("warnings", []):
-        for root, short in names.items():
-            line = line.replace(f" ({root})", "").replace(root, short)
-        warnings.append(line)
+    root of any repository (``repo_root``, a member's ``root``, roots quoted in warnings and
+    in a member's ``error``). Results' paths are relative to their member already."""
+    members = []
+    for m in answer.get("members", []):
+        m = {k: v for k, v in m.items() if k != "root"}
+        if isinstance(m.get("error"), str):
+            m["error"] = hide_roots(m["error"], found)
+        members.append(m)
     return {
         **answer,
         "results": [
             {k: v for k, v in r.items() if k != "repo_root"} for r in answer.get("results", [])
         ],
-        "members": [{k: v for k, v in m.items() if k != "root"} for m in answer.get("members", [])],
-        "warnings": warnings,
+        "members": members,
+        "warnings": [hide_roots(line, found) for line in answer.get("warnings", [])],
     }
 
 
@@ -397,6 +411,7 @@ __all__ = [
     "UnknownWorkspace",
     "MemberSearchers",
     "add",
+    "hide_roots",
     "load_workspaces",
     "members",
     "merge",

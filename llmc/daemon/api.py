@@ -8,6 +8,7 @@ A bad parameter raises ``ApiError`` with a 4xx status; docs/daemon-api.md lists 
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from typing import Any
 
 from llmc.errors import ApiError, ConfigMismatch, IndexMissingError
 from llmc.request_config import RequestConfigError
+
+log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 10_000
 MAX_PATHS = 100_000
@@ -221,16 +224,18 @@ def _search_workspace(ctx: Context, p: dict, name: str, query: str, route: str |
 
     own = ctx.engine.root.resolve()
     config = _config(p)
+    # A client of this repository's daemon searches the workspaces it belongs to, not every
+    # workspace of the user's, nor learns which exist: one 404, word for word, for both.
+    unknown = ApiError(404, "workspace_unknown", f"no workspace {name!r} holds this repository")
     try:
         found = workspace.members(name)
     except workspace.UnknownWorkspace as e:
-        raise ApiError(404, "workspace_unknown", str(e)) from e
+        raise unknown from e
+    except LlmcError as e:  # the user's workspaces.toml is unreadable: not the client's to see
+        log.warning("%s", e)
+        raise ApiError(503, "workspace_unavailable", "the workspaces cannot be read") from e
     if own not in {m.root.resolve() for m in found}:
-        # A client of this repository's daemon searches the workspaces it belongs to, not
-        # every workspace of the user's (nor learns which exist): the same 404.
-        raise ApiError(
-            404, "workspace_unknown", f"no workspace {name!r} holds this daemon's repository"
-        )
+        raise unknown
 
     def ask(member: workspace.Member, params: dict) -> dict:
         if member.root.resolve() == own:
@@ -243,10 +248,10 @@ def _search_workspace(ctx: Context, p: dict, name: str, query: str, route: str |
     try:
         answer = workspace.search(name, query, ask, k=_int(p, "k", 1, 1000), route=route)
         return workspace.without_roots(answer, found)
-    except workspace.UnknownWorkspace as e:
-        raise ApiError(404, "workspace_unknown", str(e)) from e
+    except workspace.UnknownWorkspace as e:  # removed since: the same 404
+        raise unknown from e
     except LlmcError as e:  # no member could answer
-        raise ApiError(503, "workspace_unavailable", str(e)) from e
+        raise ApiError(503, "workspace_unavailable", workspace.hide_roots(str(e), found)) from e
 
 
 def reindex(ctx: Context, p: dict) -> dict:

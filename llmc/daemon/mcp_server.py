@@ -62,8 +62,9 @@ TOOLS: list[dict[str, Any]] = [
                     "type": "string",
                     "maxLength": 64,
                     "description": (
-                        "Search every repository of this workspace (`llmc workspace list`) "
-                        "in one ranking; each result names its repo."
+                        "Search every repository of this workspace (`llmc workspace list`; "
+                        "only one that holds this repository) in one ranking; each result "
+                        "names its repo."
                     ),
                 },
             },

@@ -17,27 +17,48 @@ FILES_A = {
 FILES_B = {"b/secret_plans.py": 'def launch_codename_bluebird():\n    """Plans."""\n    return 1\n'}
 
 
+def _broken_member(root: Path, llmc_toml: str | None = None) -> Path:
+    """A repository whose index is not a database (and, with ``llmc_toml``, whose config
+    does not parse): its error names a file under its absolute root."""
+    make_git_repo(root, {"x.py": "y = 1\n"})
+    (root / ".llmc").mkdir(mode=0o700)
+    (root / ".llmc" / "index.db").write_bytes(b"not a database")
+    if llmc_toml is not None:
+        (root / "llmc.toml").write_text(llmc_toml)
+    return root
+
+
 def test_a_daemon_searches_only_workspaces_of_its_own_repository(tmp_path: Path) -> None:
     a = make_git_repo(tmp_path / "alpha", FILES_A)
     b = make_git_repo(tmp_path / "private-beta", FILES_B)
+    broken = _broken_member(tmp_path / "broken", llmc_toml="not toml [[[\n")
+    corrupt = _broken_member(tmp_path / "corrupt")
     env = child_env(tmp_path / "xdg", LLMC_NO_DAEMON="1")
     for root in (a, b):
         llmc("index", str(root), "--quiet", "--no-vectors", env=env)
     llmc("workspace", "add", "others", str(b), env=env)
-    llmc("workspace", "add", "team", str(a), str(b), env=env)
+    llmc("workspace", "add", "team", str(a), str(b), str(broken), str(corrupt), env=env)
     env = {k: v for k, v in env.items() if k != "LLMC_NO_DAEMON"}
     handle = start_daemon(a, env)
     try:
-        with pytest.raises(LlmcError, match="no workspace 'others'"):
+        with pytest.raises(LlmcError) as foreign:
             handle.search("launch codename bluebird", workspace="others", k=5)
         with pytest.raises(LlmcError) as unknown:
-            handle.search("x", workspace="nonexistent", k=5)
-        assert "no workspace 'nonexistent'" in str(unknown.value)
+            handle.search("launch codename bluebird", workspace="nonexistent", k=5)
+        # word for word the same: a client cannot tell which of the user's workspaces exist
+        assert str(foreign.value).replace("others", "X") == str(unknown.value).replace(
+            "nonexistent", "X"
+        )
+        assert "no workspace 'others'" in str(foreign.value)
         out = handle.search("launch codename bluebird", workspace="team", k=5)
         assert out["results"][0]["repo"] == "private-beta"
         text = json.dumps(out)
         assert str(tmp_path) not in text, text
-        assert {m["name"] for m in out["members"]} == {"alpha", "private-beta"}
+        names = {m["name"]: m for m in out["members"]}
+        assert set(names) == {"alpha", "private-beta", "broken", "corrupt"}
+        assert "broken/llmc.toml" in names["broken"]["error"], names["broken"]
+        assert "corrupt/.llmc/index.db" in names["corrupt"]["error"], names["corrupt"]
+        assert sum("left out" in w for w in out["warnings"]) == 2, out["warnings"]
     finally:
         stop_daemon(a, env)
 
