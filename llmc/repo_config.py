@@ -4,7 +4,7 @@ A repository is untrusted input (someone else wrote it), and its ``llmc.toml`` c
 every clone and pull. So the keys it may set are an explicit allow-list (``REPO_KEYS``), each
 with bounds: which files are indexed and how they are cut into spans, how search weighs and
 fuses what it finds (the query-time keys a request may set too, with a request's bounds from
-``llmc.request_config``, less the LLM stages and the latency budget), the graph's knobs. Every
+``llmc.query_keys``, less the LLM stages and the latency budget), the graph's knobs. Every
 other key is the user's alone (``USER_ONLY``, each with the reason): secret switches (the
 user's own untracked ``.env`` and keys would be indexed and served), every model and model
 path (llmc would open and parse a file the repository names), runtimes, devices, threads and
@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from llmc.request_config import QUERY_KEYS
+from llmc.query_keys import QUERY_KEYS
 
 USER_ONLY = "user-only: it "
 OUT_OF_BOUNDS = "out of bounds: "
