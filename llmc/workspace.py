@@ -106,8 +106,8 @@ def _toml_string(value: str) -> str:
     import json
 
     if any(0xD800 <= ord(c) <= 0xDFFF for c in value):
-        raise LlmcError(f"{value.encode('utf-8', 'backslashreplace').decode()}: the path is "
-                        "not valid UTF-8; a workspace cannot record it")  # fmt: skip
+        shown = value.encode("utf-8", "backslashreplace").decode()
+        raise LlmcError(f"{shown}: the path is not valid UTF-8; a workspace cannot record it")
     return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 

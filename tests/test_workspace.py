@@ -8,6 +8,7 @@ an index, or with a broken one, is one warning and the others answer.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,18 @@ def test_the_daemon_endpoint_takes_a_workspace(two_repos, monkeypatch) -> None:
         assert e.value.status == 400
     finally:
         ctx.engine.close()
+
+
+def test_a_path_toml_cannot_hold_is_one_line_and_loses_nothing(tmp_path) -> None:
+    """A directory name that is not UTF-8 cannot be written in workspaces.toml: the add is
+    refused in one line and the workspaces already there stay as they were."""
+    good = tmp_path / "good"
+    good.mkdir()
+    _cli("workspace", "add", "team", str(good))
+    odd = Path(os.fsdecode(os.fsencode(tmp_path) + b"/odd\xffname"))
+    odd.mkdir()
+    result = CliRunner().invoke(main, ["workspace", "add", "team", str(odd)])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.exception
+    assert "not valid UTF-8" in result.output and len(result.output.strip().splitlines()) == 1
+    assert workspace.load_workspaces()["team"] == (good.resolve(),)
+    assert not list(workspace.workspaces_path().parent.glob(".*.tmp"))
