@@ -60,15 +60,16 @@ def _log_query(root: Path, cfg: Config, response: dict[str, Any]) -> None:
 
 
 def _stdin_queries() -> Iterator[str]:
-    """One query per stdin line, decoded leniently (binary garbage is the query's problem);
-    blank lines are skipped, as a file of queries often ends or is grouped with them."""
+    """One query per stdin line, decoded leniently (binary garbage is the query's problem)."""
     binary = getattr(sys.stdin, "buffer", None)
-    lines = (
-        (line.rstrip("\r\n") for line in sys.stdin)
-        if binary is None  # an already-decoded stream
-        else (raw.rstrip(b"\r\n").decode("utf-8", "replace") for raw in binary)
-    )
-    yield from (line for line in lines if line.strip())
+    if binary is None:  # an already-decoded stream
+        yield from (line.rstrip("\r\n") for line in sys.stdin)
+        return
+    for raw in binary:
+        yield raw.rstrip(b"\r\n").decode("utf-8", "replace")
+
+
+BLANK = "blank line: nothing to search"
 
 
 def _ask_daemon(
@@ -160,6 +161,10 @@ def _search_batch(root: Path, cfg: Config, ask: dict[str, Any], as_json: bool) -
     use_daemon = True
     with ExitStack() as stack:
         for q in _stdin_queries():
+            if not q.strip():  # keeps its place in --json output; not a failed query
+                if as_json:
+                    render.print_json({"query": q, "results": [], "warnings": [BLANK]})
+                continue
             try:
                 answer = _ask_daemon(root, cfg, q, ask, as_json) if use_daemon else None
                 if answer is None:
@@ -246,8 +251,8 @@ def search_cmd(
     llm_rerank: bool | None, budget_ms: float | None, verbose: int,
     workspace: str | None = None,
 ) -> None:  # fmt: skip
-    """Search code and docs for QUERY; `-` reads one query per stdin line (batch mode;
-    blank lines are skipped).
+    """Search code and docs for QUERY; `-` reads one query per stdin line (batch mode; a
+    blank line answers with no results, keeping its place in --json output).
 
     With --json, each query prints one JSON object on one line: query, route, results
     (path, start_line, end_line, symbol, kind, lang, score, sources, snippet), timings_ms,

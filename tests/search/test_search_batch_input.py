@@ -10,7 +10,7 @@ from repo_fixtures import SAMPLE_FILES, make_repo
 from llmc.cli import main
 
 
-def test_blank_lines_in_batch_input_are_skipped_not_failures(tmp_path, monkeypatch):
+def test_blank_lines_in_batch_input_keep_their_place_and_are_not_failures(tmp_path, monkeypatch):
     monkeypatch.setenv("LLMC_NO_DAEMON", "1")
     root = make_repo(tmp_path / "repo", SAMPLE_FILES)
     assert CliRunner().invoke(main, ["index", str(root), "--no-vectors", "-q"]).exit_code == 0
@@ -21,8 +21,11 @@ def test_blank_lines_in_batch_input_are_skipped_not_failures(tmp_path, monkeypat
     )
     assert result.exit_code == 0, result.output
     answers = [json.loads(line) for line in result.stdout.splitlines()]
-    assert [a["query"] for a in answers] == ["session store", "start the server"]
+    assert [a["query"] for a in answers] == ["session store", "", "   ", "start the server", ""]
     assert answers[0]["results"][0]["path"] == "app/store.py"
+    assert answers[1]["results"] == [] and answers[1]["warnings"] == [
+        "blank line: nothing to search"
+    ]
 
 
 def test_files_with_a_workspace_is_refused_not_answered_with_spans(tmp_path, monkeypatch):
