@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from daemon_helpers import child_env, llmc, make_git_repo, start_daemon, stop_daemon
@@ -59,8 +60,41 @@ def test_a_daemon_searches_only_workspaces_of_its_own_repository(tmp_path: Path)
         assert "broken/llmc.toml" in names["broken"]["error"], names["broken"]
         assert "corrupt/.llmc/index.db" in names["corrupt"]["error"], names["corrupt"]
         assert sum("left out" in w for w in out["warnings"]) == 2, out["warnings"]
+        _mcp_sees_the_same(handle.sock, str(tmp_path), str(foreign.value))
     finally:
         stop_daemon(a, env)
+
+
+def _mcp_sees_the_same(sock: Path, hidden: str, refused: str) -> None:
+    """The MCP ``search`` tool over the daemon's ``/mcp``: the same refusal, no root."""
+    import anyio
+    import httpx2
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from waiting import HANG_S
+
+    def text(result: Any) -> str:
+        return "\n".join(c.text for c in result.content if c.type == "text")
+
+    async def run() -> None:
+        with anyio.fail_after(HANG_S):  # a hang guard only
+            transport = httpx2.AsyncHTTPTransport(uds=str(sock))
+            async with (
+                httpx2.AsyncClient(transport=transport) as http,
+                streamable_http_client("http://llmc/mcp", http_client=http) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                args = {"query": "launch codename bluebird", "workspace": "others"}
+                foreign = await session.call_tool("search", args)
+                assert foreign.is_error and refused in text(foreign), text(foreign)
+                found = await session.call_tool("search", {**args, "workspace": "team"})
+                assert not found.is_error, text(found)
+                assert found.structured_content["results"][0]["repo"] == "private-beta"
+                seen = text(found) + json.dumps(found.structured_content)
+                assert hidden not in seen, seen
+
+    anyio.run(run)
 
 
 def test_a_workspace_path_with_del_and_a_newline_round_trips(tmp_path: Path) -> None:
