@@ -205,3 +205,11 @@ def test_a_path_toml_cannot_hold_is_one_line_and_loses_nothing(tmp_path) -> None
     assert "not valid UTF-8" in result.output and len(result.output.strip().splitlines()) == 1
     assert workspace.load_workspaces()["team"] == (good.resolve(),)
     assert not list(workspace.workspaces_path().parent.glob(".*.tmp"))
+
+
+def test_every_control_character_in_a_path_round_trips(tmp_path) -> None:
+    """workspaces.toml holds any path a directory can have: C0, DEL, C1, quotes, backslash."""
+    odd = "".join(chr(c) for c in range(1, 0xA0) if chr(c) != "/") + '"\\\u2028'
+    roots = (tmp_path / odd, tmp_path / "plain")
+    stored = workspace.save_workspaces({"team": roots}, tmp_path / "workspaces.toml")
+    assert workspace.load_workspaces(stored) == {"team": roots}
