@@ -72,3 +72,15 @@ def test_doctor_shows_a_servers_escape_sequences_as_visible_stand_ins(tmp_path, 
     assert "boom" in result.output and "evil" in result.output, result.output
     for control in ("\x1b", "\x07", "\x9b"):
         assert control not in result.output, repr(result.output)
+
+
+def test_an_error_line_shows_control_characters_as_stand_ins(tmp_path):
+    """`Error:` lines quote paths and server text; none of their control characters reaches
+    the terminal (`workspace remove` echoes the path it was given)."""
+    assert CliRunner().invoke(main, ["workspace", "add", "team", str(tmp_path)]).exit_code == 0
+    result = CliRunner().invoke(
+        main, ["workspace", "remove", "team", str(tmp_path / "evil\x1b]0;pwned\x07dir")]
+    )
+    assert result.exit_code != 0
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    assert "␛" in result.output

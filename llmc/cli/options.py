@@ -20,7 +20,10 @@ class LlmcFailure(click.ClickException):
     """An LlmcError on its way out: ``Error: <message>`` on stderr, the error's exit code."""
 
     def __init__(self, error: LlmcError):
-        super().__init__(str(error))
+        from llmc.cli.render import printable
+
+        # an error may quote a repository's path or a server's text: no control character
+        super().__init__(printable(str(error)))
         self.exit_code = error.exit_code
 
 
