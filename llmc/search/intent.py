@@ -151,24 +151,36 @@ class IntentModel:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> IntentModel:
-        if data.get("format") != FORMAT:
+        """The model saved by ``to_json``; ValueError when it is not one search can use
+        (classes other than ``CLASSES`` or repeated, lengths that differ, a number that is
+        not finite: JSON's NaN would make every probability NaN)."""
+        if not isinstance(data, Mapping) or data.get("format") != FORMAT:
             raise ValueError(f"not an intent model of format {FORMAT}")
         classes = tuple(str(c) for c in data["classes"])
-        weights = {str(k): tuple(float(x) for x in v) for k, v in data["weights"].items()}
-        if any(len(v) != len(classes) for v in weights.values()):
-            raise ValueError("weights do not match the classes")
-        intercept = tuple(float(x) for x in data["intercept"])
-        if len(intercept) != len(classes):
-            raise ValueError("intercept does not match the classes")
+        if not classes or len(set(classes)) != len(classes) or not set(classes) <= set(CLASSES):
+            raise ValueError(f"classes {list(classes)} are not distinct ones of {CLASSES}")
+        weights = {str(k): _finite(v, len(classes), k) for k, v in data["weights"].items()}
+        intercept = _finite(data["intercept"], len(classes), "intercept")
+        temperature, gate = _finite([data.get("temperature", 1.0), data.get("gate", 0.5)], 2)
         return cls(
             classes=classes,
             weights=weights,
             intercept=intercept,
-            temperature=float(data.get("temperature", 1.0)),
-            gate=float(data.get("gate", 0.5)),
+            temperature=temperature,
+            gate=gate,
             allowed=tuple(str(c) for c in data.get("allowed", classes)),
             report=dict(data.get("report") or {}),
         )
+
+
+def _finite(values: Any, n: int, what: str = "") -> tuple[float, ...]:
+    """``values`` as ``n`` finite floats, else ValueError naming ``what``."""
+    out = tuple(float(x) for x in values)
+    if len(out) != n:
+        raise ValueError(f"{what or 'values'} do not match the classes")
+    if not all(math.isfinite(x) for x in out):
+        raise ValueError(f"{what or 'values'} hold a number that is not finite")
+    return out
 
 
 __all__ = ["CLASSES", "FORMAT", "IntentModel", "features", "heuristic_intent"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -84,7 +85,7 @@ class RankerModel:
         x = np.asarray(matrix, dtype=np.float64).reshape(-1)
         row_start = (np.arange(n, dtype=np.intp) * width)[:, None]
         node = np.broadcast_to(roots, (n, t)).copy()  # flat node id per (row, tree)
-        for level in range(self.depth):
+        for level in range(min(self.depth, MAX_DEPTH)):  # a walk never loops
             go_left = x.take(row_start + feature.take(node)) <= threshold.take(node)
             node = np.where(go_left, left.take(node), right.take(node))
             if level % 4 == 3 and is_leaf.take(node).all():
@@ -113,7 +114,7 @@ class RankerModel:
         out: dict[str, float] = {}
         for t in range(self.trees):
             node = 0
-            for _ in range(self.depth):  # children come after parents: depth steps at most
+            for _ in range(min(self.depth, MAX_DEPTH)):  # children after parents
                 if self.is_leaf[t, node]:
                     break
                 f = int(self.feature[t, node])
@@ -177,12 +178,16 @@ def model_from_json(
 
 
 # Bounds on a model file, far above the shipped ones (span ranker: 88 trees of at most 61
-# nodes, depth 17, 195 KB; file ranker: 300 trees of at most 13 nodes, 178 KB): a file past
-# them is refused before any array is made (1.4 MB of JSON once asked for 2.7 GB).
-MAX_MODEL_BYTES = 16 * 1024 * 1024
-MAX_TREES = 10_000
+# nodes, 5,368 cells, depth 17, 195 KB; file ranker: 300 trees of at most 13 nodes, 3,900
+# cells, 178 KB): a file past them is refused before any array is made. The arrays are
+# (trees x widest tree), ~29 bytes a cell plus ~24 more once flattened for the walk, so the
+# cells bound what a small file can ask for: 172 KB of JSON (one tree of 4,095 nodes and
+# 975 one-leaf trees) took 214 MB at 4M cells; 1M cells hold ~55 MB at most, and still fit
+# 1,000 trees of 1,000 nodes (LightGBM's default 31 leaves are 61 nodes).
+MAX_MODEL_BYTES = 8 * 1024 * 1024
+MAX_TREES = 5_000
 MAX_TREE_NODES = 4096
-MAX_CELLS = 4_000_000  # trees x widest tree: the arrays' size (~29 bytes a cell)
+MAX_CELLS = 1_000_000
 MAX_DEPTH = 64
 MAX_FEATURES = 1000
 
@@ -219,6 +224,8 @@ def _tree_columns(tree: Any, what: str, i: int) -> tuple[list, ...]:
         raise ModelError(f"{what}: tree {i} has {m} nodes or lists of unequal length")
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for c in columns for v in c):
         raise ModelError(f"{what}: tree {i} holds a value that is not a number")
+    if not all(math.isfinite(v) for c in columns for v in c):  # JSON's NaN, Infinity
+        raise ModelError(f"{what}: tree {i} holds a value that is not a finite number")
     return columns
 
 
@@ -239,8 +246,10 @@ def _tree_depth(columns: tuple[list, ...], what: str, i: int) -> int:
     return max(level)
 
 
-_CACHE: dict[tuple[str, int], RankerModel] = {}
+_CACHE: dict[tuple[str, int, int, int], RankerModel] = {}
 _CACHE_LOCK = threading.Lock()
+_REFUSED: dict[tuple[str, int, int, int], str] = {}  # file version -> why it was refused
+MAX_REFUSED = 64
 
 
 def resolve_model_path(name: str) -> Path:
@@ -258,25 +267,38 @@ def load_trees(path: Path, known: Sequence[str], what: str, retrain: str) -> Ran
     file ranker's), loaded once per file version; ModelError when the file is missing,
     unreadable or splits on a feature this llmc lacks (``retrain``: the command to run)."""
     try:
-        stamp = path.stat().st_mtime_ns
+        st = path.stat()
     except OSError as e:
         raise ModelError(f"{what} {path} not found ({e.strerror})") from None
-    key = (str(path), stamp)
+    key = (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
     with _CACHE_LOCK:
         if key in _CACHE:
             return _CACHE[key]
-        from llmc.models.vet import read_json_bounded
-
-        data = read_json_bounded(path, MAX_MODEL_BYTES, what)
-        model = model_from_json(data, str(path), known=known)
-        if model.features != tuple(known):
-            unknown = sorted(set(model.features) - set(known))
-            raise ModelError(
-                f"{what} {path} was trained on features this llmc lacks ({unknown}; "
-                f"retrain it: `{retrain}`)"
-            )
+        if key in _REFUSED:  # a bad file is read once per version, not once per query
+            raise ModelError(_REFUSED[key])
+        try:
+            model = _read_trees(path, known, what, retrain)
+        except ModelError as e:
+            if len(_REFUSED) >= MAX_REFUSED:
+                _REFUSED.clear()
+            _REFUSED[key] = str(e)
+            raise
         _CACHE[key] = model
         return model
+
+
+def _read_trees(path: Path, known: Sequence[str], what: str, retrain: str) -> RankerModel:
+    from llmc.models.vet import read_json_bounded
+
+    data = read_json_bounded(path, MAX_MODEL_BYTES, what)
+    model = model_from_json(data, str(path), known=known)
+    if model.features != tuple(known):
+        unknown = sorted(set(model.features) - set(known))
+        raise ModelError(
+            f"{what} {path} was trained on features this llmc lacks ({unknown}; "
+            f"retrain it: `{retrain}`)"
+        )
+    return model
 
 
 def open_routes(decision: RouteDecision) -> RouteDecision:

@@ -77,7 +77,7 @@ def read_tuned(directory: Path) -> dict[str, Any] | None:
     if not os.path.lexists(path):
         return None
     try:
-        data = read_json_bounded(path, MAX_TUNED_BYTES, "tuned file")
+        data = read_json_bounded(path, MAX_TUNED_BYTES, "tuned file", follow=False)
     except ModelError as e:
         log.warning("%s: search runs untuned", e)
         return None
@@ -85,6 +85,12 @@ def read_tuned(directory: Path) -> dict[str, Any] | None:
         log.warning("%s is not a tuned file of this llmc: search runs untuned", path)
         return None
     return data
+
+
+def _own_name(name: Any) -> bool:
+    """Whether ``name`` is a bare file name (``tuned:NAME``, the intent model): a file of the
+    tuned folder itself, never ``/dev/zero``, ``..`` or ``../../x``."""
+    return isinstance(name, str) and bool(name) and Path(name).name == name and name != ".."
 
 
 def _typed(default: Any, value: Any) -> Any:
@@ -116,10 +122,15 @@ def apply_params(
         if key not in TUNABLE_KEYS or key in cfg.sources:
             continue  # not ours to set, or the user chose this value
         if isinstance(value, str) and value.startswith(IN_DIR):
-            if directory is None or not (directory / value[len(IN_DIR) :]).exists():
+            name = value[len(IN_DIR) :]
+            if not _own_name(name):
+                log.warning("tuned value for %s names %r, not a file of its own folder: "
+                            "ignored", key, value)  # fmt: skip
+                continue
+            if directory is None or not (directory / name).exists():
                 log.warning("tuned value for %s names a missing %s: ignored", key, value)
                 continue
-            value = str(directory / value[len(IN_DIR) :])
+            value = str(directory / name)
         if not out.has(key):
             continue  # a key this build does not have
         try:
@@ -189,13 +200,14 @@ def _load_intent(directory: Path, name: Any) -> IntentModel | None:
     from llmc.errors import ModelError
     from llmc.models.vet import read_json_bounded
 
-    if not isinstance(name, str) or not name or Path(name).name != name or name in (".", ".."):
+    if not _own_name(name):
         log.warning("%s names intent model %r, not a file of its own folder: the heuristic "
                     "router is used", directory / TUNED_FILE, name)  # fmt: skip
         return None
     path = directory / name
     try:
-        return IntentModel.from_json(read_json_bounded(path, MAX_TUNED_BYTES, "intent model"))
+        data = read_json_bounded(path, MAX_TUNED_BYTES, "intent model", follow=False)
+        return IntentModel.from_json(data)
     except ModelError as e:
         log.warning("%s: the heuristic router is used", e)
     except (ValueError, KeyError, TypeError, AttributeError) as e:
