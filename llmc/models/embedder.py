@@ -364,7 +364,12 @@ def _load(source: str, device: str, precision: str):
     except ModelError as e:
         raise ModelError(f"cannot load embedding model {source!r}: {e}") from None
     try:
-        model = SentenceTransformer(source, device=device, trust_remote_code=False)
+        model = SentenceTransformer(
+            source,
+            device=device,
+            trust_remote_code=False,
+            model_kwargs={"use_safetensors": True},  # never unpickle weights
+        )
     except Exception as e:  # noqa: BLE001 - any load failure is one line for the user
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ModelError(f"cannot load embedding model {source!r}: {first}") from None

@@ -68,6 +68,7 @@ log = logging.getLogger(__name__)
 MIN_COSINE = 0.99  # each sample text's int8 vector against torch fp32
 SMALL_BATCH = 16  # at most this many texts run with ``query_threads``
 QUERY_THREADS = 1  # measured on a busy 2-core CPU: see benchmarks/README.md
+MAX_META_BYTES = 1024 * 1024  # meta.json is ~1 KB: what llmc wrote, read bounded all the same
 
 # Fixed sample for the check: code and docs like llmc indexes, short to past 256 tokens.
 SAMPLE_TEXTS: tuple[str, ...] = (
@@ -118,7 +119,12 @@ class OnnxEncoder:
         from tokenizers import Tokenizer
 
         self.directory = directory
-        self.meta: dict[str, Any] = json.loads((directory / META_FILE).read_text("utf-8"))
+        from llmc.models.vet import read_json_bounded
+
+        meta = read_json_bounded(directory / META_FILE, MAX_META_BYTES, "ONNX export record")
+        if not isinstance(meta, dict):
+            raise ExportRefused(f"{directory / META_FILE} is not an export record")
+        self.meta: dict[str, Any] = meta
         self.dim = int(self.meta["dim"])
         self.pooling = str(self.meta["pooling"])
         if self.pooling not in POOLING_MODES:
@@ -209,10 +215,14 @@ def check(
 
 
 def _read_meta(directory: Path) -> dict[str, Any] | None:
+    from llmc.errors import ModelError
+    from llmc.models.vet import read_json_bounded
+
     try:
-        return json.loads((directory / META_FILE).read_text("utf-8"))
-    except (OSError, ValueError):
+        meta = read_json_bounded(directory / META_FILE, MAX_META_BYTES, "ONNX export record")
+    except ModelError:
         return None
+    return meta if isinstance(meta, dict) else None
 
 
 def _discard(directory: Path) -> None:

@@ -163,7 +163,7 @@ def _load(source: str, device: str, precision: str):
             device=device,
             local_files_only=local,
             trust_remote_code=False,
-            model_kwargs={"dtype": dtype},
+            model_kwargs={"dtype": dtype, "use_safetensors": True},  # never unpickle weights
         )
     except Exception as e:  # noqa: BLE001 - any load failure is one line for the user
         raise ModelError(f"cannot load reranker model {source!r}: {_first_line(e)}") from None

@@ -105,3 +105,71 @@ def test_bounded_json_reads(tmp_path):
     deep.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ModelError, match="not valid JSON"):
         read_json_bounded(deep, 1024 * 1024, "thing")
+
+
+def _edit_json(path: Path, change) -> None:
+    data = json.loads(path.read_text()) if path.exists() else {}
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    "name, change, said",
+    [
+        ("tokenizer_config.json", lambda d: d.update(auto_map={"AutoTokenizer": ["x.T", None]}),
+         "auto_map"),
+        ("sentence_bert_config.json", lambda d: d.update(model_args={"trust_remote_code": True}),
+         "trust_remote_code"),
+        ("1_Pooling/config.json", lambda d: d.update(activation_function="torch.hub.load"),
+         "activation"),
+    ],
+)  # fmt: skip
+def test_a_config_that_asks_for_code_is_refused(tmp_path, name, change, said):
+    model = _minilm(tmp_path)
+    _edit_json(model / name, change)
+    with pytest.raises(ModelError, match=said):
+        check_model_folder(model)
+
+
+def test_a_module_folder_with_only_pickled_weights_is_refused(tmp_path):
+    """The root's safetensors does not cover a Dense module's pickled weights."""
+    model = _minilm(tmp_path)
+    (model / "2_Dense").mkdir()
+    (model / "2_Dense" / "pytorch_model.bin").write_bytes(b"\x80\x04pickled")
+    with pytest.raises(ModelError, match=r"2_Dense/\) has only pickled weights"):
+        check_model_folder(model)
+
+
+def test_a_folder_that_is_not_a_model_is_not_walked(tmp_path):
+    """``rerank.model = "~"``: a home folder is refused, not walked file by file."""
+    home = tmp_path / "home"
+    for i in range(1200):
+        (home / f"d{i % 3}").mkdir(parents=True, exist_ok=True)
+        (home / f"d{i % 3}" / f"f{i}.txt").write_text("")
+        (home / f"f{i}.txt").write_text("")
+    with pytest.raises(ModelError, match="not a model folder"):
+        check_model_folder(home)
+
+
+def test_a_cached_hub_model_is_checked_like_a_folder(tmp_path):
+    """A hub name the Hugging Face cache holds is its snapshot folder: only pickled weights
+    there are refused too (before, only a local path was checked)."""
+    import os
+    import subprocess
+    import sys
+
+    snapshot = tmp_path / "hub" / "models--someorg--pickled" / "snapshots" / ("a" * 40)
+    snapshot.parent.mkdir(parents=True)
+    shutil.copytree(_minilm(tmp_path), snapshot)
+    (snapshot / "model.safetensors").rename(snapshot / "pytorch_model.bin")
+    (snapshot.parent.parent / "refs").mkdir()
+    (snapshot.parent.parent / "refs" / "main").write_text("a" * 40)
+    env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
+    code = "from llmc.models.vet import check_model_folder as c; c('someorg/pickled')"
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert run.returncode != 0 and "only pickled weights" in run.stderr, run.stderr
+    (snapshot / "pytorch_model.bin").rename(snapshot / "model.safetensors")
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert run.returncode == 0, run.stderr
