@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import errno
 import json
+import mmap
 import os
 import re
 import stat
@@ -102,25 +103,30 @@ def read_json_bounded(path: Path | str, max_bytes: int, what: str, follow: bool 
 
 
 def check_gguf(path: Path | str) -> None:
-    """Refuse a file that cannot be a GGUF model before llama.cpp parses it."""
+    """Refuse a file that cannot be a GGUF model before llama.cpp parses it: the fixed
+    header here, then every metadata entry and tensor info (``gguf_header.walk``)."""
+    from llmc.models.gguf_header import walk
+
     path = Path(path)
     fd = _open_regular(path, "GGUF model")
     with os.fdopen(fd, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         head = fh.read(GGUF_HEADER.size)
-    if len(head) < GGUF_HEADER.size:
-        raise ModelError(f"GGUF model {path} is too short to be one ({size} bytes)")
-    magic, version, tensors, kvs = GGUF_HEADER.unpack(head)
-    if magic != GGUF_MAGIC:
-        raise ModelError(f"GGUF model {path} does not start with GGUF (not a GGUF file)")
-    if version not in GGUF_VERSIONS:
-        raise ModelError(f"GGUF model {path}: version {version} is not one llmc knows")
-    room = size - GGUF_HEADER.size
-    if tensors == 0 or tensors * GGUF_MIN_TENSOR_BYTES + kvs * GGUF_MIN_KV_BYTES > room:
-        raise ModelError(
-            f"GGUF model {path}: {tensors:,} tensors and {kvs:,} metadata entries do not fit "
-            f"in {size:,} bytes (damaged or not a model)"
-        )
+        if len(head) < GGUF_HEADER.size:
+            raise ModelError(f"GGUF model {path} is too short to be one ({size} bytes)")
+        magic, version, tensors, kvs = GGUF_HEADER.unpack(head)
+        if magic != GGUF_MAGIC:
+            raise ModelError(f"GGUF model {path} does not start with GGUF (not a GGUF file)")
+        if version not in GGUF_VERSIONS:
+            raise ModelError(f"GGUF model {path}: version {version} is not one llmc knows")
+        room = size - GGUF_HEADER.size
+        if tensors == 0 or tensors * GGUF_MIN_TENSOR_BYTES + kvs * GGUF_MIN_KV_BYTES > room:
+            raise ModelError(
+                f"GGUF model {path}: {tensors:,} tensors and {kvs:,} metadata entries do not "
+                f"fit in {size:,} bytes (damaged or not a model)"
+            )
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            walk(buf, GGUF_HEADER.size, tensors, kvs, f"GGUF model {path}")
 
 
 def check_model_folder(folder: Path | str) -> None:

@@ -173,3 +173,46 @@ def test_a_cached_hub_model_is_checked_like_a_folder(tmp_path):
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=120)  # fmt: skip
     assert run.returncode == 0, run.stderr
+
+
+def _kv_gguf(path: Path, entry: bytes, tensor: bytes = b"") -> Path:
+    """A GGUF of one metadata entry (``entry``: key, type, value) and one tensor info."""
+    name = b"w"
+    tensor = tensor or struct.pack("<Q", len(name)) + name + struct.pack("<IQIQ", 1, 4, 0, 0)
+    path.write_bytes(struct.pack("<4sIQQ", b"GGUF", 3, 1, 1) + entry + tensor + b"\0" * 64)
+    return path
+
+
+def _key(name: bytes, kind: int) -> bytes:
+    return struct.pack("<Q", len(name)) + name + struct.pack("<I", kind)
+
+
+@pytest.mark.parametrize(
+    "entry, tensor, said",
+    [
+        (struct.pack("<Q", 2**60) + b"general.name", b"", "key is"),
+        (_key(b"general.name", 8) + struct.pack("<Q", 2**40) + b"x", b"", "runs past the end"),
+        (_key(b"tokenizer.tokens", 9) + struct.pack("<IQ", 8, 2**50), b"", "strings"),
+        (_key(b"tokenizer.scores", 9) + struct.pack("<IQ", 6, 2**50), b"", "values"),
+        (_key(b"nested", 9) + struct.pack("<IQ", 9, 1), b"", "array of type 9"),
+        (_key(b"odd", 77) + b"\0" * 8, b"", "unknown type 77"),
+        (_key(b"ok", 4) + b"\0" * 4, struct.pack("<Q", 1) + b"w" + struct.pack("<I", 40),
+         "40 dimensions"),
+        (_key(b"ok", 4) + b"\0" * 4, struct.pack("<Q", 500) + b"w" * 500, "name is 500"),
+    ],
+    ids=["key", "string", "strings", "values", "nested", "type", "dims", "name"],
+)  # fmt: skip
+def test_a_gguf_whose_entries_do_not_fit_is_refused_before_llama_cpp(tmp_path, entry, tensor,
+                                                                       said):  # fmt: skip
+    """The header's counts fit the file, but an entry inside claims more than is there."""
+    path = _kv_gguf(tmp_path / "model.gguf", entry, tensor)
+    with pytest.raises(ModelError, match=said):
+        check_gguf(path)
+    from llmc.models.llm._embedded import _load
+
+    with pytest.raises(LLMUnavailable, match=said):
+        _load(path, 512, 1)
+
+
+def test_a_well_formed_small_gguf_header_passes(tmp_path):
+    check_gguf(_kv_gguf(tmp_path / "model.gguf", _key(b"general.alignment", 4) + b"\0" * 4))
