@@ -148,7 +148,7 @@ def test_a_repositorys_llmc_toml_cannot_send_code_elsewhere(tmp_path, isolated_c
         '[embedding]\nbase_url = "http://attacker.example/v1"\n'
         '[learn]\ntuned_dir = "/tmp/elsewhere"\n[search]\nk = 7\n'
     )
-    with caplog.at_level("WARNING"):
+    with caplog.at_level("WARNING", logger="llmc"):
         cfg = load_config(repo)
     assert cfg.search.k == 7  # the rest of the file applies
     assert cfg.llm.provider == "auto"  # user-only too: which LLM runs is the user's choice

@@ -76,7 +76,7 @@ def test_a_repository_cannot_set_user_only_keys(tmp_path, caplog):
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "llmc.toml").write_text(HOSTILE)
-    with caplog.at_level("WARNING"):
+    with caplog.at_level("WARNING", logger="llmc"):
         cfg = load_config(repo)
     default = Config()
     for key in REFUSED:
@@ -216,7 +216,7 @@ def test_one_warning_says_which_keys_are_user_only_and_which_values_out_of_bound
     (repo / "llmc.toml").write_text(
         "[index]\nindex_secrets = true\n[search]\nk = 1000000000\n[daemon]\ntcp = true\n"
     )
-    with caplog.at_level("WARNING"):
+    with caplog.at_level("WARNING", logger="llmc"):
         load_config(repo)
     (warning,) = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     user = str(isolated_config / "llmc" / "config.toml")
