@@ -111,6 +111,9 @@ TOOLS: list[dict[str, Any]] = [
         "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
     },
 ]
+# Their text content is the `llmc graph` answer lines (where_used once sent 18.7 KB of raw
+# JSON as text); the JSON is the structuredContent.
+GRAPH_TOOLS = ("where_used", "deps")
 TOOL_ENDPOINTS = {
     "search": "search",
     "where_used": "graph/where-used",
@@ -270,13 +273,22 @@ class McpServer:
         problem = check_arguments(name, arguments)
         if problem is not None:
             return {"content": [{"type": "text", "text": f"error: {problem}"}], "isError": True}
+        lines = structured and name in GRAPH_TOOLS  # the graph's own answer lines as the text
         try:
-            out, from_daemon = self._endpoint(endpoint, arguments)
+            out, from_daemon = self._endpoint(
+                endpoint, {**arguments, **({"text": True} if lines else {})}
+            )
         except LlmcError as e:
             return {"content": [{"type": "text", "text": f"error: {e}"}], "isError": True}
         if name == "status" and from_daemon:
             out = {"daemon": True, **out}
-        text = _render_search(out) if name == "search" else json.dumps(out, ensure_ascii=False)
+        if lines:
+            out = dict(out)
+            text = "\n".join(
+                [str(out.pop("text", "")), *(f"warning: {w}" for w in out.get("warnings", []))]
+            )
+        else:
+            text = _render_search(out) if name == "search" else json.dumps(out, ensure_ascii=False)
         result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": False}
         if structured:
             result["structuredContent"] = out

@@ -96,6 +96,9 @@ def test_sdk_client_lists_and_calls_the_tools(indexed_repo, tmp_path):
         used = await session.call_tool("where_used", {"symbol": "SessionStore"})
         assert not used.is_error, _text(used)
         assert any(r["name"] == "open_store" for r in used.structured_content["callers"])
+        # the text an agent reads is the `llmc graph where-used` answer, not raw JSON
+        assert not _text(used).lstrip().startswith("{"), _text(used)[:200]
+        assert "open_store" in _text(used) and "callers" in _text(used)
 
         deps = await session.call_tool("deps", {"target": "open_store"})
         assert not deps.is_error and deps.structured_content["deps"], _text(deps)
