@@ -74,7 +74,7 @@ log = logging.getLogger(__name__)
 
 # Bump when resolution changes what it produces from the same facts: a no-op update then
 # resolves again instead of reusing the previous graph.
-RESOLVER_VERSION = 2
+RESOLVER_VERSION = 3  # 3: a name-only call keeps its receiver's word (graph/guesses.py)
 # The order edge types first appear in one merged table (the tables' defines, then the
 # phases' types, tests before mentions): ``Counter.most_common``'s order among ties.
 TYPES_FIRST_SEEN = (DEFINES, IMPORTS, INHERITS, CALLS, TESTS, MENTIONS)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from llmc.graph.edges import Event
 
 # Bump when what is kept, or what resolution produces from the same facts, changes.
-STATE_VERSION = 2
+STATE_VERSION = 3  # 3: name-only calls keep their receiver (graph/guesses.py)
 PHASES = ("imports", "inherits", "calls", "mentions")
 
 

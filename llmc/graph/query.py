@@ -9,6 +9,7 @@ pipeline uses ``neighbors``, ``degree``, ``pagerank`` and ``node_for_span``; the
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import difflib
 import logging
 import os
@@ -43,6 +44,7 @@ from llmc.graph.model import (
     GraphStats,
     unresolved_id,
 )
+from llmc.graph.guesses import NAME_VIA, RECEIVER_NAMED, named_like, receiver_of
 from llmc.graph.rank import DEPENDENCY_TYPES, pagerank
 from llmc.graph.records import Dep, Edge, NodeInfo, Ref, Usage
 
@@ -333,12 +335,40 @@ class RepoGraph:
                 seen.add((e.other, e.type))
                 groups[group].append(self._ref(e))
         if info.kind != FILE and min_confidence <= GUESSES_UP_TO:
-            uid = unresolved_id(info.name)
-            for e in self.neighbors(uid, [CALLS], direction="in"):
-                groups["possible_callers"].append(self._ref(e))
+            groups["possible_callers"] = self._guesses(node, info.name)
         for refs in groups.values():
             refs.sort(key=lambda r: (-r.confidence, r.path, r.line))
         return Usage(info, **groups)
+
+    def _guesses(self, node: str, name: str) -> list[Ref]:
+        """Name-only callers of ``name``; a receiver named like ``node``'s class or one of
+        its bases (``adapter.send`` for ``HTTPAdapter.send``) says so and comes first."""
+        classes = self._owner_classes(node)
+        out = []
+        for e in self.neighbors(unresolved_id(name), [CALLS], direction="in"):
+            word = receiver_of(e.via)
+            cls = named_like(word, classes) if word and classes else ""
+            if cls:
+                via = f"{NAME_VIA}, receiver `{word}` ~ {cls}"
+                out.append(dataclasses.replace(self._ref(e), confidence=RECEIVER_NAMED, via=via))
+            else:
+                out.append(dataclasses.replace(self._ref(e), via=NAME_VIA))
+        return out
+
+    def _owner_classes(self, node: str) -> list[str]:
+        """The names of the class defining ``node`` and of its bases, nearest first."""
+        owners = [e.other for e in self.neighbors(node, [DEFINES], direction="in")
+                  if self.g.nodes[e.other].get("kind") in CLASS_KINDS]  # fmt: skip
+        names: list[str] = []
+        seen: set[str] = set()
+        while owners and len(names) < 16:
+            cur = owners.pop(0)
+            if cur in seen:
+                continue
+            seen.add(cur)
+            names.append(self.g.nodes[cur].get("name", ""))
+            owners += [e.other for e in self.neighbors(cur, [INHERITS], direction="out")]
+        return [n for n in names if n]
 
     def _ref(self, e: Edge) -> Ref:
         a = self.g.nodes[e.other]

@@ -25,6 +25,7 @@ import orjson
 
 from llmc.graph.codec import encode_result, result_from_data
 from llmc.graph.edges import EdgeSink, EdgeTable
+from llmc.graph.guesses import name_via
 from llmc.graph.incremental import PHASES, STATE_VERSION, FileResult, ResolutionState
 from llmc.graph.langs import COMMON_METHODS, SPECS, LangSpec, spec_for
 from llmc.graph.lookup import Lookup, split_path
@@ -482,7 +483,7 @@ class Resolver(Lookup):
             if status == "resolved":
                 out.edge(src, target, CALLS, BY_NAME, c.line, "name")
             elif status == "unresolved":
-                out.edge(src, target, CALLS, NAME_ONLY, c.line, "name")
+                out.edge(src, target, CALLS, NAME_ONLY, c.line, name_via(c.receiver))
 
     def _fallback(
         self, name: str, kinds: frozenset[str], guessable: bool, out: EdgeSink

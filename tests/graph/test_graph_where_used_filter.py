@@ -45,3 +45,62 @@ def test_did_you_mean_names_each_suggestion_once():
     hint = str(e.value)
     assert "did you mean" in hint
     assert hint.count("send") == 1, hint
+
+
+ADAPTERS = '''class BaseAdapter:
+    def send(self, request):
+        raise NotImplementedError
+
+
+class HTTPAdapter(BaseAdapter):
+    def send(self, request, stream=False):
+        return request
+'''
+SESSIONS = '''class Session:
+    def __init__(self):
+        self.adapters = {}
+
+    def get_adapter(self, url):
+        for prefix, adapter in self.adapters.items():
+            if url.startswith(prefix):
+                return adapter
+        raise ValueError(url)
+
+    def send(self, request):
+        adapter = self.get_adapter(url=request.url)
+        return adapter.send(request)
+'''
+SERVER = '''def serve(sock):
+    sock.send(b"hello")
+
+
+def relay(conn):
+    conn.send(b"x")
+'''
+
+
+def test_a_method_lookup_lists_the_caller_whose_receiver_names_its_class_first(tmp_path):
+    """`where-used HTTPAdapter.send`: the session's `adapter.send(...)` (a receiver the
+    resolver cannot type) comes before `sock.send` in a test server, and says why."""
+    from click.testing import CliRunner
+
+    from llmc.cli import main
+
+    (tmp_path / "pkg").mkdir()
+    for name, text in {"adapters": ADAPTERS, "sessions": SESSIONS, "server": SERVER}.items():
+        (tmp_path / "pkg" / f"{name}.py").write_text(text)
+    assert CliRunner().invoke(main, ["index", str(tmp_path), "-q"]).exit_code == 0
+    for symbol, cls in (("HTTPAdapter.send", "HTTPAdapter"), ("BaseAdapter.send", "BaseAdapter")):
+        out = CliRunner().invoke(main, ["graph", "where-used", symbol, "--repo", str(tmp_path)])
+        assert out.exit_code == 0, out.output
+        lines = [ln for ln in out.output.splitlines() if ln.startswith("  ")]
+        assert "Session.send" in lines[0] and f"receiver `adapter` ~ {cls}" in lines[0], lines
+        assert {ln.split()[1] for ln in lines[1:]} == {"serve", "relay"}
+        assert all("0.30 (name)" in ln for ln in lines[1:]), lines
+    # the session's own send is named by nobody's receiver: every guess stays a plain guess
+    out = CliRunner().invoke(main, ["graph", "where-used", "Session.send", "--repo", str(tmp_path),
+                                    "--json"])  # fmt: skip
+    import json
+
+    refs = json.loads(out.output)["possible_callers"]
+    assert {r["confidence"] for r in refs} == {NAME_ONLY} and {r["via"] for r in refs} == {"name"}
