@@ -9,6 +9,7 @@ Paths are relative to the repo root; lines are 1-based and inclusive.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import os
 import re
@@ -38,7 +39,7 @@ class Selection:
     chosen: tuple[tuple[Candidate, StoredSpan], ...]
     missing_ids: tuple[int, ...] = ()  # span ids no longer in the store
     deleted_paths: tuple[str, ...] = ()  # files gone from disk since indexing
-    merged: int = 0  # parts of a split definition already kept
+    merged: int = 0  # parts of a split definition or overloads of a function already kept
     held_back: int = 0  # pushed below k by the per-file cap
 
 
@@ -55,6 +56,47 @@ def _duplicate(span: StoredSpan, kept: Sequence[StoredSpan]) -> bool:
             return True
         if o.start_line == s.start_line and o.end_line == s.end_line:
             return True
+    return False
+
+
+_OVERLOAD = re.compile(r"\s*@(?:[A-Za-z_]\w*\.)*overload\b")
+
+
+def is_overload_stub(stored: StoredSpan) -> bool:
+    """A Python ``@overload`` (``@typing.overload``) signature: a declaration of the
+    function defined after it, not an answer of its own."""
+    return stored.span.lang == "python" and bool(_OVERLOAD.match(stored.span.text))
+
+
+def _overload_twin(stored: StoredSpan, chosen: Sequence[tuple[Candidate, StoredSpan]]) -> int:
+    """The index in ``chosen`` of another signature or the implementation of the same
+    overloaded function (same file, qualname and kind), -1 when none. Two overloads and
+    the implementation took 3 of anyio's top 3 for "open a file asynchronously"."""
+    s = stored.span
+    for i, (_, other) in enumerate(chosen):
+        o = other.span
+        if (o.path, o.qualname, o.kind) == (s.path, s.qualname, s.kind) and (
+            is_overload_stub(stored) or is_overload_stub(other)
+        ):
+            return i
+    return -1
+
+
+def _keep(
+    chosen: list[tuple[Candidate, StoredSpan]], c: Candidate, stored: StoredSpan
+) -> bool:
+    """Add ``(c, stored)`` to ``chosen`` unless it repeats a kept result; an overloaded
+    function is one result, its implementation where it was found, at the place of the
+    family's best-ranked member. False when it was merged."""
+    if _duplicate(stored, [s for _, s in chosen]):
+        return False
+    twin = _overload_twin(stored, chosen)
+    if twin < 0:
+        chosen.append((c, stored))
+        return True
+    first, kept = chosen[twin]
+    if is_overload_stub(kept) and not is_overload_stub(stored):
+        chosen[twin] = (dataclasses.replace(c, score=max(c.score, first.score)), stored)
     return False
 
 
@@ -104,11 +146,9 @@ def select(
         chosen, merged = [], 0
         exhausted = pos >= len(candidates)  # only then do held-back spans fill up to k
         for c in [*kept, *held] if exhausted else kept:
-            stored = spans[c.span_id]
-            if _duplicate(stored, [s for _, s in chosen]):
+            if not _keep(chosen, c, spans[c.span_id]):
                 merged += 1
                 continue
-            chosen.append((c, stored))
             if len(chosen) >= k:
                 break
     return Selection(
@@ -283,7 +323,7 @@ def present(
     if sel.merged or sel.held_back:
         trace.note(
             "results",
-            f"{sel.merged} more parts of split definitions merged; per-file cap "
+            f"{sel.merged} more parts of split definitions or overloads merged; per-file cap "
             f"{cap} let {sel.held_back} crowded spans back in to fill k",
         )
     stem = sources.lexical.query_terms if sources.lexical is not None else None
