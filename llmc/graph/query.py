@@ -27,6 +27,7 @@ from llmc.errors import (
     LlmcError,
     SymbolNotFoundError,
 )
+from llmc.graph.guesses import NAME_VIA, RECEIVER_NAMED, named_like, receiver_of
 from llmc.graph.model import (
     CALLS,
     CLASS_KINDS,
@@ -44,7 +45,6 @@ from llmc.graph.model import (
     GraphStats,
     unresolved_id,
 )
-from llmc.graph.guesses import NAME_VIA, RECEIVER_NAMED, named_like, receiver_of
 from llmc.graph.rank import DEPENDENCY_TYPES, pagerank
 from llmc.graph.records import Dep, Edge, NodeInfo, Ref, Usage
 

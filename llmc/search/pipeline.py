@@ -20,6 +20,8 @@
           ─▶ LLM listwise rerank of the top few, gated (search.llm_rerank)
              and within the budget
           ─▶ a report's exact evidence on top: frames, files, definitions  evidence.py
+             (a short query: a lookup's definitions, the code holding a   literal.py
+             pasted error message, on top)
           ─▶ results: hydrate from SQLite, drop what vanished, per-file    results.py
              cap, a code result in the top 3 when there is one
              (search.code_in_top), snippets; the explain trace when asked explain.py
@@ -52,6 +54,7 @@ from llmc.search import (
     exact,
     fusion,
     learned,
+    literal,
     results,
     router,
     second_stage,
@@ -282,6 +285,9 @@ class Searcher:
             fused = second_stage.llm_rerank_stage(sources, dense, fused, trace, spend)
             if parts.long:  # a report's frames, files and definitions are not ranked away
                 fused = exact.keep_evidence(sources, fused, found_exact, decision, trace)
+            else:  # a lookup's definitions, the code that says a pasted message
+                with trace.stage("lead"):
+                    fused = literal.lead(sources, text, fused, found_exact.pinned, trace)
             with trace.stage("results"):
                 found, groups = results.present(
                     sources, focus, fused, k, trace, cap, self._code_top(decision)

@@ -51,6 +51,24 @@ _CAMEL = re.compile(r"(?<![\w.])([a-z]+[A-Z]\w*)\b")
 _PASCAL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+[A-Z]\w*|[A-Z]{2,}[a-z]\w*)\b")
 _WORD = re.compile(r"^[A-Za-z_][\w]*$")
 WHOLE_QUERY = "the whole query"
+A_LOOKUP = "a lookup"  # "class Schema", "load method", "where is X defined?"
+# Words around a name that make the query a lookup of its definition, not prose.
+LOOKUP_WORDS = frozenset(
+    """class def function func fn method struct interface trait enum the a an of where is
+    are definition defined declared declaration find show me go to""".split()
+)
+_DEFINITION_WORDS = frozenset(
+    "class def function func fn method struct interface trait enum definition defined "
+    "declared declaration".split()
+)
+_LOOKUP_TOKEN = re.compile(r"`?[A-Za-z_][\w.]*(?:\(\))?`?|[?:]")
+# An exception line ("RuntimeError: Working outside of application context.") and quoted
+# text: what a user pastes from a terminal, expected verbatim in the code that says it.
+_EXCEPTION_LINE = re.compile(
+    r"(?:^|\s)(?:[A-Za-z_][\w.]*\.)?([A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt))"
+    r":\s+(\S.{8,300}?)\s*$"
+)
+_QUOTED = re.compile(r"(?<!\w)(?:\"([^\"\n]{12,300})\"|'([^'\n]{12,300})'|“([^”\n]{12,300})”)")
 PASCAL_CASE = "PascalCase"  # also product names (SQLite, GitHub): weaker code evidence
 
 
@@ -159,11 +177,56 @@ def identifiers(query: str, limit: int = 8) -> list[Identifier]:
     stripped = query.strip().strip("`?!.,;:'\"").removesuffix("()")
     if _WORD.match(stripped):
         add(stripped, True, WHOLE_QUERY)
+    looked_up = lookup_name(query)
+    if looked_up:
+        add(looked_up, True, A_LOOKUP)
     for token in re.findall(r"[A-Za-z_][\w]*", query):
         if token.lower() not in STOPWORDS and len(token) >= 3:
             add(token, False, "word")
     ordered = sorted(found.values(), key=lambda i: not i.strong)
     return ordered[:limit]
+
+
+def lookup_name(query: str) -> str:
+    """The name a query looks up, '' when it is not a lookup: the query is one name and
+    words that only say "its definition" ("class Schema", "Schema class", "the load
+    method", "where is parse_args defined?", "`open_file`"), no other word."""
+    if len(query) > 120:
+        return ""
+    tokens = _LOOKUP_TOKEN.findall(query)
+    if "".join(tokens) != "".join(query.split()):  # other punctuation: not a lookup
+        return ""
+    names = [t.strip("`").removesuffix("()") for t in tokens if t not in ("?", ":")]
+    left = [n for n in names if n.lower() not in LOOKUP_WORDS]
+    if len(left) != 1 or all(len(p) <= 1 for p in left[0].split(".")):
+        return ""
+    said = {n.lower() for n in names} & _DEFINITION_WORDS
+    shaped = len(names) == 1 or any(_looks_like_code(t) for t in tokens if t.strip("`()"))
+    return left[0].strip(".") if said or shaped else ""  # "the cart" is prose
+
+
+def _looks_like_code(token: str) -> bool:
+    name = token.strip("`")
+    return (
+        token != name
+        or name.endswith("()")
+        or bool("_" in name or "." in name.strip(".") or _CAMEL.match(name) or _PASCAL.match(name))
+    )
+
+
+def pasted_messages(query: str) -> list[str]:
+    """Text the query quotes from a program's output, to be found verbatim in code: the
+    message of an exception line (``ValueError: bad thing``) and quoted strings of 12+
+    characters. Trailing punctuation is left off (code often adds it with a format)."""
+    out: list[str] = []
+    for line in query.split("\n"):
+        m = _EXCEPTION_LINE.search(line.strip())
+        if m:
+            out.append(m.group(2))
+    for m in _QUOTED.finditer(query):
+        out.append(next(g for g in m.groups() if g))
+    cleaned = (collapse(t).strip().rstrip(".!:;,") for t in out)
+    return list(dict.fromkeys(t for t in cleaned if len(t) >= 12 and " " in t))[:4]
 
 
 def symbol_lookups(ident: Identifier) -> list[str]:
@@ -226,11 +289,15 @@ __all__ = [
     "DATA_EXTENSIONS",
     "DOC_EXTENSIONS",
     "STOPWORDS",
+    "A_LOOKUP",
+    "LOOKUP_WORDS",
     "Identifier",
     "clean_query",
     "collapse",
     "identifiers",
+    "lookup_name",
     "normalize_query",
+    "pasted_messages",
     "paths",
     "symbol_lookups",
     "word_groups",

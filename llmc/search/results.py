@@ -82,9 +82,7 @@ def _overload_twin(stored: StoredSpan, chosen: Sequence[tuple[Candidate, StoredS
     return -1
 
 
-def _keep(
-    chosen: list[tuple[Candidate, StoredSpan]], c: Candidate, stored: StoredSpan
-) -> bool:
+def _keep(chosen: list[tuple[Candidate, StoredSpan]], c: Candidate, stored: StoredSpan) -> bool:
     """Add ``(c, stored)`` to ``chosen`` unless it repeats a kept result; an overloaded
     function is one result, its implementation where it was found, at the place of the
     family's best-ranked member. False when it was merged."""

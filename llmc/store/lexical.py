@@ -260,6 +260,26 @@ class LexicalIndex:
             hits.append(LexicalHit(int(doc["span_id"][0]), float(score)))
         return hits
 
+    def containing_all(self, text: str, limit: int) -> list[LexicalHit]:
+        """Spans whose text holds every term of ``text`` (a conjunction, BM25 order): the
+        few places that may hold a pasted message verbatim, for the caller to check."""
+        import tantivy
+
+        terms = self.query_terms(text)
+        if not terms or limit <= 0:
+            return []
+        must = [
+            (tantivy.Occur.Must,
+             tantivy.Query.term_query(self.schema, "text", t, index_option="freq"))
+            for t in terms
+        ]  # fmt: skip
+        searcher = self.index.searcher()
+        result = searcher.search(tantivy.Query.boolean_query(must), limit)
+        return [
+            LexicalHit(int(searcher.doc(address)["span_id"][0]), float(score))
+            for score, address in result.hits
+        ]
+
     def num_docs(self) -> int:
         return self.index.searcher().num_docs
 

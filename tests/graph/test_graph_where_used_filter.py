@@ -47,7 +47,7 @@ def test_did_you_mean_names_each_suggestion_once():
     assert hint.count("send") == 1, hint
 
 
-ADAPTERS = '''class BaseAdapter:
+ADAPTERS = """class BaseAdapter:
     def send(self, request):
         raise NotImplementedError
 
@@ -55,8 +55,8 @@ ADAPTERS = '''class BaseAdapter:
 class HTTPAdapter(BaseAdapter):
     def send(self, request, stream=False):
         return request
-'''
-SESSIONS = '''class Session:
+"""
+SESSIONS = """class Session:
     def __init__(self):
         self.adapters = {}
 
@@ -69,14 +69,14 @@ SESSIONS = '''class Session:
     def send(self, request):
         adapter = self.get_adapter(url=request.url)
         return adapter.send(request)
-'''
-SERVER = '''def serve(sock):
+"""
+SERVER = """def serve(sock):
     sock.send(b"hello")
 
 
 def relay(conn):
     conn.send(b"x")
-'''
+"""
 
 
 def test_a_method_lookup_lists_the_caller_whose_receiver_names_its_class_first(tmp_path):
