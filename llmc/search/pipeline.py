@@ -55,6 +55,7 @@ from llmc.search import (
     fusion,
     learned,
     literal,
+    match,
     results,
     router,
     second_stage,
@@ -237,6 +238,7 @@ class Searcher:
             highlight_terms=tuple(f for g in groups for f in g),
             explain=explained,
             hyde=trace.hyde,
+            match=trace.match,
         )
 
     def _run(
@@ -263,6 +265,10 @@ class Searcher:
                 parts, k, decision, found_exact, trace, use, spend
             )
             trace.retrieved = lists
+            with trace.stage("match"):
+                trace.match = match.judge(sources, focus, lists)
+            if trace.match is not None and trace.match.weak:
+                trace.warn(trace.match.line())
             fused = self._learned_rank(
                 focus, decision, lists, found_exact, trace, explain, k, parts
             )

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from llmc.search.hyde_report import HydeReport
+    from llmc.search.match import Match
     from llmc.search.types import RankedList
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ class Trace:
         self.hyde: HydeReport | None = None
         self.query_vectors: dict[str, np.ndarray] = {}  # model id → the query's vector
         self.retrieved: list[RankedList] = []  # the retrievers' lists (pipeline._run)
+        self.match: Match | None = None  # how well the index matches the query (match.py)
 
     @contextlib.contextmanager
     def stage(self, name: str) -> Iterator[None]:

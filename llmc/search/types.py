@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from llmc.search.hyde_report import HydeReport
+    from llmc.search.match import Match
 
 CODE_ROUTE = "code"
 DOCS_ROUTE = "docs"
@@ -218,6 +219,7 @@ class SearchResponse:
     highlight_terms: tuple[str, ...] = ()
     explain: Explain | None = None
     hyde: HydeReport | None = None  # when the HyDE stage considered the query
+    match: Match | None = None  # how well the index matches the query (match.py)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -228,6 +230,8 @@ class SearchResponse:
             "took_ms": round(self.took_ms, 3),
             "warnings": list(self.warnings),
         }
+        if self.match is not None:
+            out["match"] = self.match.to_json()
         if self.explain is not None:
             out["explain"] = self.explain.to_json()
         if self.hyde is not None and (self.hyde.used or self.explain is not None):

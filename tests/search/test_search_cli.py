@@ -12,7 +12,7 @@ from llmc.cli import main
 
 RESULT_KEYS = {"path", "start_line", "end_line", "symbol", "kind", "lang", "score", "sources",
                "snippet"}  # fmt: skip
-RESPONSE_KEYS = {"query", "route", "results", "timings_ms", "took_ms", "warnings"}
+RESPONSE_KEYS = {"query", "route", "results", "timings_ms", "took_ms", "warnings", "match"}
 
 
 def search_json(runner: CliRunner, repo, *args: str) -> dict:
