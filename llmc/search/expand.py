@@ -145,6 +145,34 @@ class SpanVectors:
         return out
 
 
+@dataclass
+class _Walk:
+    """One expansion's lookups into the graph, memoised, and what it skipped and why."""
+
+    graph: RepoGraph
+    store: Store
+    types: tuple[str, ...]
+    skipped: dict[str, int] = field(default_factory=dict)
+    _nodes: dict[int, str | None] = field(default_factory=dict)
+    _degrees: dict[str, int] = field(default_factory=dict)
+
+    def node(self, span_id: int) -> str | None:
+        if span_id not in self._nodes:
+            self._nodes[span_id] = self.graph.node_for_span(span_id, self.store)
+        return self._nodes[span_id]
+
+    def degree(self, n: str) -> int:
+        if n not in self._degrees:
+            self._degrees[n] = self.graph.degree(n, self.types, "both")
+        return self._degrees[n]
+
+    def skip(self, why: str) -> None:
+        self.skipped[why] = self.skipped.get(why, 0) + 1
+
+
+Proposal = tuple[Candidate, str, str, int]  # source, neighbor node, edge, neighbor span id
+
+
 def expand(
     candidates: Sequence[Candidate],
     graph: RepoGraph,
@@ -167,80 +195,88 @@ def expand(
     cands = list(candidates)
     if not cands:
         return Expansion(())
-    types = tuple(cfg.edge_types)
+    walk = _Walk(graph, store, tuple(cfg.edge_types))
     by_id = {c.span_id: c for c in cands}
-    node_of: dict[int, str | None] = {}
-
-    def node(span_id: int) -> str | None:
-        if span_id not in node_of:
-            node_of[span_id] = graph.node_for_span(span_id, store)
-        return node_of[span_id]
-
-    degrees: dict[str, int] = {}
-
-    def degree(n: str) -> int:
-        if n not in degrees:
-            degrees[n] = graph.degree(n, types, "both")
-        return degrees[n]
-
     sources = list(cands if sources is None else sources)[: max(0, cfg.top_n)]
-    skipped: dict[str, int] = {}
+    proposals = _propose(walk, sources, by_id, cfg, query_words)
+    spans = store.spans_by_ids(list({p[3] for p in proposals})) if proposals else {}
+    sims = dict(similarity(list(spans.values()))) if similarity is not None and spans else {}
+    floor_sims = sims if similarity is not None else None
+    added = _choose(walk, sources, proposals, spans, floor_sims, by_id, cfg,
+                    span_weight)  # fmt: skip
+    cands = _merge(cands, by_id, added)
+    cands.sort(key=_order)
+    cands, boosts = _priors(cands, graph, store, cfg, walk.node, walk.degree, walk.types)
+    cands = _below_sources(cands, added)
+    return Expansion(tuple(cands), tuple(added.values()), tuple(boosts), walk.skipped, len(sources))
 
-    def skip(why: str) -> None:
-        skipped[why] = skipped.get(why, 0) + 1
 
-    # Each source's neighbor nodes (deduplicated, strongest edge first).
-    proposals: list[tuple[Candidate, str, str, int]] = []  # source, node, edge, span id
+def _propose(
+    walk: _Walk, sources: Sequence[Candidate], by_id: Mapping[int, Candidate],
+    cfg: ExpandConfig, query_words: frozenset[str],
+) -> list[Proposal]:  # fmt: skip
+    """Each source's neighbor nodes (deduplicated, strongest edge first), less hubs that
+    retrieval did not find and the query does not name, and nodes without a span."""
+    graph = walk.graph
+    proposals: list[Proposal] = []
     for src in sources:
-        src_node = node(src.span_id)
+        src_node = walk.node(src.span_id)
         if src_node is None:
-            skip("sources without a graph node")
+            walk.skip("sources without a graph node")
             continue
         seen: set[str] = set()
-        for e in graph.neighbors(src_node, types, "both", cfg.min_confidence):
+        for e in graph.neighbors(src_node, walk.types, "both", cfg.min_confidence):
             if e.other in seen or e.other == src_node:
                 continue
             seen.add(e.other)
             info = graph.node(e.other)
             if info.span_id is None:
-                skip("without a span of their own")
+                walk.skip("without a span of their own")
                 continue
             if info.span_id == src.span_id:
                 continue
             own = info.span_id in by_id
             if (
-                degree(e.other) > cfg.hub_degree
+                walk.degree(e.other) > cfg.hub_degree
                 and not own
                 and info.name.lower() not in query_words
             ):
-                skip("hubs")
+                walk.skip("hubs")
                 continue
             proposals.append((src, e.other, _direction(e.type, e.direction), int(info.span_id)))
+    return proposals
 
-    spans = store.spans_by_ids(list({p[3] for p in proposals})) if proposals else {}
-    sims = dict(similarity(list(spans.values()))) if similarity is not None and spans else {}
 
+def _choose(
+    walk: _Walk, sources: Sequence[Candidate], proposals: Sequence[Proposal],
+    spans: Mapping[int, StoredSpan], sims: Mapping[int, float] | None,
+    by_id: Mapping[int, Candidate], cfg: ExpandConfig,
+    span_weight: Callable[[StoredSpan], float] | None,
+) -> dict[int, Added]:  # fmt: skip
+    """The neighbors each source adds, the most similar to the query first: above the
+    semantic floor (``sims`` None: no floor), weighted as fusion would, at most
+    ``per_source`` a source, each at its strongest source's score."""
     added: dict[int, Added] = {}
     for src in sources:
         mine = [p for p in proposals if p[0] is src]
-        mine.sort(key=lambda p: (-sims.get(p[3], 0.0), p[1]))
+        mine.sort(key=lambda p: (-(sims or {}).get(p[3], 0.0), p[1]))
         taken = 0
         for _, nid, edge, span_id in mine:
             stored = spans.get(span_id)
             if stored is None:
-                skip("no longer indexed")
+                walk.skip("no longer indexed")
                 continue
-            sim = sims.get(span_id) if similarity is not None else None
-            if similarity is not None and sim is None:
-                skip("without a vector to check against the floor")
+            sim = sims.get(span_id) if sims is not None else None
+            if sims is not None and sim is None:
+                walk.skip("without a vector to check against the floor")
                 continue
             if sim is not None and sim < cfg.semantic_floor:
-                skip("below the semantic floor")
+                walk.skip("below the semantic floor")
                 continue
             weight = span_weight(stored) if span_weight is not None else 1.0
             score = src.score * cfg.alpha * weight
             if score <= 0.0:
-                skip("weighted out by the route")
+                walk.skip("weighted out by the route")
                 continue
             own = by_id.get(span_id)
             if own is not None and own.score >= score:
@@ -249,11 +285,17 @@ def expand(
             if prev is not None and prev.score >= score:
                 continue  # a stronger source added it
             if taken >= cfg.per_source:
-                skip("over the per-source cap")
+                walk.skip("over the per-source cap")
                 continue
             taken += 1
             added[span_id] = Added(span_id, src.span_id, nid, edge, sim, score, own is not None)
+    return added
 
+
+def _merge(
+    cands: list[Candidate], by_id: dict[int, Candidate], added: Mapping[int, Added]
+) -> list[Candidate]:
+    """``cands`` with each added neighbor appended, or lifted where retrieval had it."""
     for a in added.values():
         old = by_id.get(a.span_id)
         rank = cands.index(by_id[a.source_id]) + 1
@@ -270,11 +312,7 @@ def expand(
             lifted = _with_graph(old, a.score, rank, a.score - old.score)
             by_id[a.span_id] = lifted
             cands[cands.index(old)] = lifted
-
-    cands.sort(key=_order)
-    cands, boosts = _priors(cands, graph, store, cfg, node, degree, types)
-    cands = _below_sources(cands, added)
-    return Expansion(tuple(cands), tuple(added.values()), tuple(boosts), skipped, len(sources))
+    return cands
 
 
 def _order(c: Candidate) -> tuple:
