@@ -335,6 +335,9 @@ def _span_side(meta: SpanMeta) -> tuple[tuple[float, ...], frozenset[str], froze
     return side
 
 
+Filled = tuple[str, float, list[int], list[int], list[float]]  # list, top, rows, ranks, scores
+
+
 def build_pool(
     lists: Sequence[RankedList],
     query: QueryInfo,
@@ -349,10 +352,36 @@ def build_pool(
     import numpy as np
 
     index = {name: i for i, name in enumerate(FEATURES)}
+    ranks, scores, filled = _gather(lists, query.pinned)
+    ids = tuple(ranks)
+    matrix = np.zeros((len(ids), len(FEATURES)), dtype=np.float32)
+    _list_columns(matrix, index, filled)
+    pinned = set(query.pinned)
+    matrix[:, index["pool:pinned"]] = [float(i in pinned) for i in ids]
+    for name, value in query_row(query).items():
+        matrix[:, index[name]] = value
+    parts = query.parts if query.parts is not None else read_query(query.text)
+    for name, value in shape_row(parts).items():
+        matrix[:, index[name]] = value
+    _span_columns(matrix, index, ids, meta, query.words)
+    return Pool(
+        ids,
+        matrix,
+        tuple(ranks[i] for i in ids),
+        tuple(scores.get(i, {}) for i in ids),
+        tuple((m.path, m.start_line) if (m := meta.get(i)) else ("", 0) for i in ids),
+    )
+
+
+def _gather(
+    lists: Sequence[RankedList], pinned: Sequence[int]
+) -> tuple[dict[int, dict[str, int]], dict[int, dict[str, float]], list[Filled]]:
+    """Each candidate's rank and score in every pooled list (candidates in first-seen
+    order, the pinned ones last), and each list's hits as rows of the matrix."""
     ranks: dict[int, dict[str, int]] = {}
     scores: dict[int, dict[str, float]] = {}
     row_of: dict[int, int] = {}
-    filled: list[tuple[str, float, list[int], list[int], list[float]]] = []
+    filled: list[Filled] = []
     tops: dict[str, float] = {}
     for ranked in lists:
         name = ranked.name
@@ -375,14 +404,20 @@ def build_pool(
                 at.append(rank)
                 got.append(hit.score)
         filled.append((name, top, rows, at, got))
-    for span_id in query.pinned:
+    for span_id in pinned:
         if span_id not in ranks:
             ranks[span_id] = {}
             row_of[span_id] = len(row_of)
         scores.setdefault(span_id, {})
-    ids = tuple(ranks)
-    n = len(ids)
-    matrix = np.zeros((n, len(FEATURES)), dtype=np.float32)
+    return ranks, scores, filled
+
+
+def _list_columns(matrix: np.ndarray, index: Mapping[str, int], filled: Sequence[Filled]) -> None:
+    """Every list's score, rank and relative score columns, and the pool's columns
+    (how many lists, their RRF sum in list order, the best rank)."""
+    import numpy as np
+
+    n = matrix.shape[0]
     for name in POOL_LISTS:
         matrix[:, index[f"{name}:score"]] = MISSING_SCORE
         matrix[:, index[f"{name}:rank"]] = MISSING_RANK
@@ -407,15 +442,17 @@ def build_pool(
     matrix[:, index["pool:n_lists"]] = n_lists
     matrix[:, index["pool:rrf"]] = rrf
     matrix[:, index["pool:best_rank"]] = np.where(np.isinf(best), MISSING_RANK, best)
-    pinned = set(query.pinned)
-    matrix[:, index["pool:pinned"]] = [float(i in pinned) for i in ids]
-    for name, value in query_row(query).items():
-        matrix[:, index[name]] = value
-    parts = query.parts if query.parts is not None else read_query(query.text)
-    for name, value in shape_row(parts).items():
-        matrix[:, index[name]] = value
-    words = query.words
-    gone = (0.0,) * (len(_SPAN_COLUMNS) + len(_PATH_COLUMNS))  # not in the index: all 0
+
+
+def _span_columns(
+    matrix: np.ndarray, index: Mapping[str, int], ids: Sequence[int],
+    meta: Mapping[int, SpanMeta], words: frozenset[str],
+) -> None:  # fmt: skip
+    """Each span's own columns (``_span_side``; all 0 for a span no longer indexed) and
+    its symbol and path overlap with the query's words."""
+    import numpy as np
+
+    gone = (0.0,) * (len(_SPAN_COLUMNS) + len(_PATH_COLUMNS))
     span_values: list[tuple[float, ...]] = []
     overlaps: list[tuple[float, float]] = []
     for span_id in ids:
@@ -430,17 +467,10 @@ def build_pool(
             overlaps.append((len(words & sym) / len(words), len(words & path) / len(words)))
         else:
             overlaps.append((0.0, 0.0))
-    if n:
+    if ids:
         span_cols = [index[f] for f in (*_SPAN_COLUMNS, *_PATH_COLUMNS)]
         matrix[:, span_cols] = np.array(span_values, dtype=np.float64)
         matrix[:, [index["overlap:symbol"], index["overlap:path"]]] = np.array(overlaps)
-    return Pool(
-        ids,
-        matrix,
-        tuple(ranks[i] for i in ids),
-        tuple(scores.get(i, {}) for i in ids),
-        tuple((m.path, m.start_line) if (m := meta.get(i)) else ("", 0) for i in ids),
-    )
 
 
 __all__ = [
