@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from llmc.config import Config
@@ -107,49 +107,56 @@ def parse_batches(
     caller makes the index searchable first and then takes them from ``facts_batches``
     (the facts were over half of the workers' CPU: 8.2 of 15.1 s on a 4,443-file sample of
     the nine-project tree)."""
-    languages, reuse = set(cfg.index.languages), not (full or recheck)
-    secrets_as = secrets_mode(cfg.index)
-    detector = detector or Detector(cfg.index, root=root)
+    run = _ParseRun(
+        root, cfg, progress, summary, known, full, store, reader,
+        detector or Detector(cfg.index, root=root),
+        reuse=not (full or recheck),
+        known_skips=store.skipped_files() if store is not None else {},
+    )  # fmt: skip
     progress.phase("parsing", len(files))
-    indexable: set[str] = set()
-    known_skips = store.skipped_files() if store is not None else {}
-    new_skips: list[tuple[str, int, int, str, str]] = []
-    pending: list[tuple[WalkedFile, str, str]] = []  # read, changed: to chunk
-    graph_cfg = cfg.graph
-    graph = graph and graph_cfg.enabled
-
-    inflight: list[tuple[list[tuple[WalkedFile, str]], Batch]] = []  # with the workers
-
-    def submit(pool: ChunkPool) -> None:
-        items = [
-            (f.path, text, facts_now and f.size <= graph_cfg.max_file_size)
-            for f, text, _ in pending
-        ]
-        inflight.append(([(f, digest) for f, _, digest in pending], pool.submit(items, cfg.index)))
-        pending.clear()
-
-    def take() -> list[Parsed]:
-        files_of, batch = inflight.pop(0)
-        out: list[Parsed] = []
-        for (f, digest), got in zip(files_of, batch.results(), strict=True):
-            progress.advance()
-            if isinstance(got, str):
-                summary.skipped.append(SkippedFile(f.path, "parse-error", got[:200]))
+    graph = graph and cfg.graph.enabled
+    pool = _start_pool(root, store, len(files), graph, facts_later)
+    if graph and keep is not None:
+        keep(pool)
+    run.facts_now = graph and not pool.facts_deferred
+    pool.warm()  # the workers start while the files are read
+    try:
+        for f in files:
+            changed = run.changed_text(f)
+            if changed is None:
                 continue
-            lang, category, spans, fields, facts = got
-            if languages and (lang or "text") not in languages:
-                summary.skipped.append(
-                    SkippedFile(f.path, "language-not-selected", f"{lang} not in index.languages")
-                )
-                continue
-            out.append(Parsed(f, lang, category, digest, spans, fields, facts))
-            indexable.add(f.path)
-            key = lang or "text"
-            summary.files_by_lang[key] = summary.files_by_lang.get(key, 0) + 1
-            for s in spans:
-                summary.spans_by_kind[s.kind] = summary.spans_by_kind.get(s.kind, 0) + 1
-        return out
+            run.pending.append((f, *changed))
+            if len(run.pending) >= CHUNK_BATCH_FILES:  # bounds the texts held at once
+                run.submit(pool)
+                if len(run.inflight) > BATCHES_AHEAD:
+                    out = run.take()
+                    if out:
+                        yield out
+        if run.pending:
+            run.submit(pool)
+        while run.inflight:
+            out = run.take()
+            if out:
+                yield out
+    finally:
+        if not graph:
+            pool.close()
+    if store is not None and not store.readonly:
+        # A skipped file has no row in ``files``, so it is always among ``files`` while it
+        # exists; forget skips of files that are gone or that are indexable now.
+        present = {f.path for f in files}
+        forget = [p for p in run.known_skips if p not in present or p in run.indexable]
+        store.set_skipped(run.new_skips, forget)
+    for s in summary.skipped:
+        log.info("skip %s: %s (%s)", s.path, s.reason, s.detail)
 
+
+def _start_pool(
+    root: Path, store: Store | None, n_files: int, graph: bool, facts_later: bool
+) -> ChunkPool:
+    """The chunk workers, told which files an earlier run's process died parsing (they
+    are chunked as line windows, without their grammar); whether the graph facts wait
+    for after the index is searchable (``facts_deferred``)."""
     journal = None
     earlier: dict[str, int] = {}
     if store is not None and not store.readonly:
@@ -161,61 +168,94 @@ def parse_batches(
                 "grammar?); indexing it as line windows, without the grammar",
                 rel,
             )
-    pool = ChunkPool(len(files), journal, earlier)
-    if graph and keep is not None:
-        keep(pool)
+    pool = ChunkPool(n_files, journal, earlier)
     pool.facts_deferred = (
-        graph and facts_later and pool.parallel and len(files) >= FACTS_LATER_MIN_FILES
+        graph and facts_later and pool.parallel and n_files >= FACTS_LATER_MIN_FILES
     )
-    facts_now = graph and not pool.facts_deferred
-    pool.warm()  # the workers start while the files are read
-    try:
-        for f in files:
-            prior = known_skips.get(f.path)
-            if reuse and prior is not None and prior[:2] == (f.size, f.mtime_ns):
-                progress.advance()
-                summary.skipped.append(SkippedFile(f.path, prior[2], prior[3]))
+    return pool
+
+
+@dataclass
+class _ParseRun:
+    """One parse phase: which files to read, the texts waiting for the workers, the
+    batches with them, and what the summary and the skip records learn."""
+
+    root: Path
+    cfg: Config
+    progress: Progress
+    summary: IndexSummary
+    known: dict
+    full: bool
+    store: Store | None
+    reader: Callable[..., FileText]
+    detector: Detector
+    reuse: bool
+    known_skips: dict
+    facts_now: bool = False
+    pending: list[tuple[WalkedFile, str, str]] = field(default_factory=list)  # to chunk
+    inflight: list[tuple[list[tuple[WalkedFile, str]], Batch]] = field(default_factory=list)
+    indexable: set[str] = field(default_factory=set)
+    new_skips: list[tuple[str, int, int, str, str]] = field(default_factory=list)
+
+    def changed_text(self, f: WalkedFile) -> tuple[str, str] | None:
+        """``(text, content hash)`` of a file to chunk; None for one skipped (as it was
+        last time, with the same stat; or now) or unchanged after all (a touch)."""
+        prior = self.known_skips.get(f.path)
+        if self.reuse and prior is not None and prior[:2] == (f.size, f.mtime_ns):
+            self.progress.advance()
+            self.summary.skipped.append(SkippedFile(f.path, prior[2], prior[3]))
+            return None
+        read = self.reader(self.root, f.path, self.detector, secrets_mode(self.cfg.index))
+        if read.skipped is not None:
+            self.progress.advance()
+            self.summary.skipped.append(read.skipped)
+            self.new_skips.append(
+                (f.path, f.size, f.mtime_ns, read.skipped.reason, read.skipped.detail)
+            )
+            return None
+        digest = text_hash(read.text)
+        rec = self.known.get(f.path)
+        if not self.full and rec is not None and rec.content_hash == digest:
+            self.progress.advance()
+            if self.store is not None:
+                self.store.touch_file(f.path, f.size, f.mtime_ns)
+            self.summary.files_unchanged += 1
+            return None
+        return read.text, digest
+
+    def submit(self, pool: ChunkPool) -> None:
+        """The pending texts to the workers, as one batch."""
+        limit = self.cfg.graph.max_file_size
+        items = [(f.path, text, self.facts_now and f.size <= limit) for f, text, _ in self.pending]
+        files_of = [(f, digest) for f, _, digest in self.pending]
+        self.inflight.append((files_of, pool.submit(items, self.cfg.index)))
+        self.pending.clear()
+
+    def take(self) -> list[Parsed]:
+        """The oldest batch's files, chunked; parse errors and unselected languages are
+        skips, the rest counted by language and span kind."""
+        files_of, batch = self.inflight.pop(0)
+        languages = set(self.cfg.index.languages)
+        summary = self.summary
+        out: list[Parsed] = []
+        for (f, digest), got in zip(files_of, batch.results(), strict=True):
+            self.progress.advance()
+            if isinstance(got, str):
+                summary.skipped.append(SkippedFile(f.path, "parse-error", got[:200]))
                 continue
-            read = reader(root, f.path, detector, secrets_as)
-            if read.skipped is not None:
-                progress.advance()
-                summary.skipped.append(read.skipped)
-                new_skips.append(
-                    (f.path, f.size, f.mtime_ns, read.skipped.reason, read.skipped.detail)
+            lang, category, spans, fields, facts = got
+            if languages and (lang or "text") not in languages:
+                summary.skipped.append(
+                    SkippedFile(f.path, "language-not-selected", f"{lang} not in index.languages")
                 )
                 continue
-            digest = text_hash(read.text)
-            rec = known.get(f.path)
-            if not full and rec is not None and rec.content_hash == digest:
-                progress.advance()
-                if store is not None:
-                    store.touch_file(f.path, f.size, f.mtime_ns)
-                summary.files_unchanged += 1
-                continue
-            pending.append((f, read.text, digest))
-            if len(pending) >= CHUNK_BATCH_FILES:  # bounds the texts held at once
-                submit(pool)
-                if len(inflight) > BATCHES_AHEAD:
-                    out = take()
-                    if out:
-                        yield out
-        if pending:
-            submit(pool)
-        while inflight:
-            out = take()
-            if out:
-                yield out
-    finally:
-        if not graph:
-            pool.close()
-    if store is not None and not store.readonly:
-        # A skipped file has no row in ``files``, so it is always among ``files`` while it
-        # exists; forget skips of files that are gone or that are indexable now.
-        present = {f.path for f in files}
-        forget = [p for p in known_skips if p not in present or p in indexable]
-        store.set_skipped(new_skips, forget)
-    for s in summary.skipped:
-        log.info("skip %s: %s (%s)", s.path, s.reason, s.detail)
+            out.append(Parsed(f, lang, category, digest, spans, fields, facts))
+            self.indexable.add(f.path)
+            key = lang or "text"
+            summary.files_by_lang[key] = summary.files_by_lang.get(key, 0) + 1
+            for s in spans:
+                summary.spans_by_kind[s.kind] = summary.spans_by_kind.get(s.kind, 0) + 1
+        return out
 
 
 def facts_batches(
