@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -194,6 +194,17 @@ def _extract_code(
 
     if matches is None:
         matches = tree_sitter.QueryCursor(_query(spec.grammar, spec.query)).matches(root)
+    raw_defs, refs = _split_matches(matches, node_text)
+    scopes = _definitions(facts, raw_defs, spec, node_text)
+    _references(facts, refs, scopes, spec, node_text)
+    return facts
+
+
+def _split_matches(
+    matches: Any, node_text: Callable[[Any], str]
+) -> tuple[list[dict[str, Any]], list[tuple[str, dict[str, list[Any]]]]]:
+    """The query's matches as definitions (with their name, kind, return type and Go
+    receiver) and references (their capture key and captures), in match order."""
     raw_defs: list[dict[str, Any]] = []
     refs: list[tuple[str, dict[str, list[Any]]]] = []
     for _, caps in matches:
@@ -226,7 +237,15 @@ def _extract_code(
             continue
         if ref is not None:
             refs.append((ref, caps))
+    return raw_defs, refs
 
+
+def _definitions(
+    facts: FileFacts, raw_defs: list[dict[str, Any]], spec: LangSpec,
+    node_text: Callable[[Any], str],
+) -> _Scopes:  # fmt: skip
+    """Nest the definitions, name them (qualified, methods, tests) and add them to
+    ``facts.defs``: overloads and redefinitions are one def, impl blocks come last."""
     # Two patterns may match one node (with and without a return type): keep the richer.
     unique: dict[tuple[int, int], dict[str, Any]] = {}
     for d in raw_defs:
@@ -256,16 +275,9 @@ def _extract_code(
     for d in scopes.defs:
         if d["kind"] == "impl" or seen.get(d["qual"]) is not d:
             continue
+        line = d["node"].start_point[0] + 1
         facts.defs.append(
-            Def(
-                d["name"],
-                d["qual"],
-                d["kind"],
-                d["node"].start_point[0] + 1,
-                d["last"],
-                d["returns"],
-                d["test"],
-            )
+            Def(d["name"], d["qual"], d["kind"], line, d["last"], d["returns"], d["test"])
         )
     # Impl blocks are not nodes but scopes; keep them so resolution can map them to types.
     facts.defs += [
@@ -273,6 +285,15 @@ def _extract_code(
         for d in scopes.defs
         if d["kind"] == "impl"
     ]
+    return scopes
+
+
+def _references(
+    facts: FileFacts, refs: list[tuple[str, dict[str, list[Any]]]], scopes: _Scopes,
+    spec: LangSpec, node_text: Callable[[Any], str],
+) -> None:  # fmt: skip
+    """Calls, bases, imports, bindings, the package and exports into ``facts``, each in
+    the scope it sits in; at most ``MAX_REFS`` of each kind."""
 
     def scope_at(node: Any) -> dict[str, Any] | None:
         return scopes.around(node.start_byte)
@@ -290,29 +311,16 @@ def _extract_code(
         counts[key] = counts.get(key, 0) + 1
         if counts[key] > MAX_REFS:
             if counts[key] == MAX_REFS + 1:
-                log.debug("%s: more than %d %s; the rest are ignored", path, MAX_REFS, key)
+                log.debug("%s: more than %d %s; the rest are ignored", facts.path, MAX_REFS, key)
             continue
         node = caps[key][0]
         line = node.start_point[0] + 1
         if key in ("reference.call", "reference.new"):
-            name_node = caps.get("name", [None])[0]
-            if name_node is None:
-                continue
-            name = node_text(name_node)
-            recv_node = caps.get("receiver", [None])[0]
-            receiver = node_text(recv_node) if recv_node is not None else ""
-            if key == "reference.new" and recv_node is None:
-                head = type_head(name)
-                receiver, _, name = head.rpartition(".")
-            if not name:
-                continue
-            if len(receiver) > 200:
-                receiver = "?"
-            elif "\n" in receiver:
-                receiver = re.sub(r"\s*\n\s*", "", receiver)
-            facts.calls.append(
-                Call(qual(scope_at(node)), name, receiver, line, key == "reference.new")
-            )
+            call = _call(key, caps, node_text)
+            if call is not None:
+                name, receiver = call
+                new = key == "reference.new"
+                facts.calls.append(Call(qual(scope_at(node)), name, receiver, line, new))
         elif key == "reference.inherit":
             base = type_head(node_text(node))
             owner = scope_at(node)
@@ -330,7 +338,29 @@ def _extract_code(
             facts.module = node_text(node).strip()
         elif key == "export":
             _export(facts, node, node_text)
-    return facts
+
+
+def _call(
+    key: str, caps: dict[str, list[Any]], node_text: Callable[[Any], str]
+) -> tuple[str, str] | None:
+    """``(name, receiver)`` of a call or ``new`` (``a.b.C`` with no receiver capture:
+    ``C`` on ``a.b``); a long receiver is ``?``, one over lines joined."""
+    name_node = caps.get("name", [None])[0]
+    if name_node is None:
+        return None
+    name = node_text(name_node)
+    recv_node = caps.get("receiver", [None])[0]
+    receiver = node_text(recv_node) if recv_node is not None else ""
+    if key == "reference.new" and recv_node is None:
+        head = type_head(name)
+        receiver, _, name = head.rpartition(".")
+    if not name:
+        return None
+    if len(receiver) > 200:
+        receiver = "?"
+    elif "\n" in receiver:
+        receiver = re.sub(r"\s*\n\s*", "", receiver)
+    return name, receiver
 
 
 def _binding(facts, caps, node, scope, class_of, node_text, spec: LangSpec) -> None:
