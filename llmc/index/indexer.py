@@ -25,9 +25,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from llmc.config import Config
 from llmc.errors import LlmcError, StoreError
@@ -37,7 +38,7 @@ from llmc.index.chunk import CHUNK_POLICY_KEY, chunk_policy
 from llmc.index.chunk_pool import ChunkPool
 from llmc.index.facts_spool import FactsSpool, SpooledFacts
 from llmc.index.generated import SKIP_POLICY_KEY
-from llmc.index.parse_files import facts_batches, parse_batches, split_by_stat
+from llmc.index.parse_files import Parsed, facts_batches, parse_batches, split_by_stat
 from llmc.index.plan import plan_run
 from llmc.index.progress import (
     GuardedLock,
@@ -49,7 +50,7 @@ from llmc.index.progress import (
     lap,
     mark,
 )
-from llmc.index.walk import read_text, skip_policy, walk
+from llmc.index.walk import WalkResult, read_text, skip_policy, walk
 from llmc.index.write_files import (
     record_of,
     record_policies,
@@ -61,6 +62,11 @@ from llmc.paths import db_path, ensure_state_dir, lexical_path, lock_path, state
 from llmc.store.db import FileRecord, Store
 from llmc.store.sqlite import integrity_problem, quarantine
 from llmc.types import CODE, DOC, IndexSummary
+
+if TYPE_CHECKING:  # pragma: no cover
+    from concurrent.futures import Future
+
+    from llmc.store.lexical import LexicalIndex, LexicalUpdate
 
 log = logging.getLogger(__name__)
 
@@ -327,37 +333,12 @@ class Indexer:
     # -- the run -------------------------------------------------------------------------------
     def _run_locked(self, store: Store, full: bool) -> IndexReport:
         """The first phase: everything but new vectors, committed and searchable."""
-        from llmc.store.lexical import LexicalIndex
-
         started = self._started
         summary = IndexReport()
-        lexical = LexicalIndex(lexical_path(self.root))
-        derived.repair_lost_tail(store, lexical, summary, self.progress.note)
-        if lexical.generation != store.generation and store.generation > 0:
-            self.progress.note(
-                f"lexical index reflects generation {lexical.generation}, store is at "
-                f"{store.generation}: rebuilding it from SQLite"
-            )
-            store.make_durable()
-            lexical.rebuild(store.iter_spans(), store.generation)
-            summary.repaired.append("lexical")
-
+        lexical = self._lexical_checked(store, summary)
         self.progress.phase("scanning", None)
         clock = mark()
-        walked = walk(self.root, self.cfg.index)
-        summary.skipped = list(walked.skipped)
-        summary.files_seen = len(walked.files)
-        known = store.files()
-        # Other skip rules than the index was built with (generated.py, secrets.py): read
-        # every file again
-        policy = skip_policy(self.cfg.index)
-        recheck = store.get_meta(SKIP_POLICY_KEY) != policy
-        # Another chunker version or span settings: cut every file again (vectors are
-        # cached by text, so unchanged spans are not embedded again)
-        cutting = chunk_policy(self.cfg.index)
-        rechunk = bool(known) and store.get_meta(CHUNK_POLICY_KEY) != cutting
-        if rechunk:
-            self.progress.note("the chunker or span settings changed: re-chunking every file")
+        walked, known, (policy, recheck), (cutting, rechunk) = self._scan(store, summary)
         changed, unchanged = split_by_stat(walked.files, known, full or recheck or rechunk)
         summary.files_unchanged = len(unchanged)
         spaces = usable_spaces(store, summary, self.model_id, self.progress.note)
@@ -382,16 +363,8 @@ class Indexer:
                 if generation is None:
                     generation = store.bump_generation()  # before the run's first write
                     upd = lexical.begin_update()
-                paths = [p.file.path for p in batch]
-                spans, fields = write_batch(store, batch, generation, spaces, summary)
-                upd.remove(paths)
-                upd.add(spans, fields)
-                written += [record_of(p) for p in batch]
-                changed_paths += paths
-                for p in batch:
-                    if p.facts is not None:
-                        spool.add(p.file.path, p.facts)
-                del batch, spans, fields
+                self._write(store, batch, generation, upd, spaces, summary, written, changed_paths)
+                del batch
                 clock = lap(summary, "write", parsed_clock)
             clock = lap(summary, "parse", clock)
             facts = spool.facts()
@@ -399,16 +372,7 @@ class Indexer:
             removed = sorted(set(known) - walked_paths)
 
             if generation is None and not removed:
-                summary.generation = store.generation
-                summary.searchable_seconds = time.perf_counter() - started
-                self._check()
-                derived.finish(self.root, self.cfg.graph, store, lexical, [], [], self.progress)
-                clock = lap(summary, "graph", clock)
-                derived.sync_files(self.root, store)
-                lap(summary, "files", clock)
-                record_policies(store, policy, cutting)  # once committed: a crash rechecks
-                self._totals(store, summary)
-                return summary
+                return self._nothing_written(store, lexical, summary, clock, (policy, cutting))
 
             if generation is None:
                 generation = store.bump_generation()
@@ -457,6 +421,18 @@ class Indexer:
         # What the run held per file (the walk, the records): the graph's worker has its
         # own copy, and this process waits beside it (finish_graph hands the heap back)
         del walked, known, changed, unchanged, written, records, walked_paths
+        graph = (changed_paths, removed, facts, beside)
+        return self._after_commit(store, lexical, summary, clock, graph, (policy, cutting))
+
+    def _after_commit(
+        self, store: Store, lexical: LexicalIndex, summary: IndexReport, clock: tuple[float, float],
+        graph: tuple[list[str], list[str], Mapping[str, bytes], Future | None],
+        policies: tuple[str, str],
+    ) -> IndexReport:  # fmt: skip
+        """After the commit: the graph (updated here, or left for after the vectors when a
+        few files changed, or its worker's update awaited), the files list, the cache
+        pruned and the policies recorded."""
+        changed_paths, removed, facts, beside = graph
         if beside is None and self._graph_after(summary.spans_written):
             self._graph_later = (changed_paths, removed, dict(facts))  # a few files
         else:
@@ -471,9 +447,78 @@ class Indexer:
         lap(summary, "files", clock)
         store.prune_cache([self.model_id(c) for c in (CODE, DOC)])
         store.set_meta("indexed_at", str(time.time()))
-        record_policies(store, policy, cutting)
+        record_policies(store, *policies)
         self._totals(store, summary)
         self._check()
+        return summary
+
+    def _lexical_checked(self, store: Store, summary: IndexReport) -> LexicalIndex:
+        """The lexical index, its lost tail repaired and rebuilt from SQLite when it
+        reflects another generation than the store."""
+        from llmc.store.lexical import LexicalIndex
+
+        lexical = LexicalIndex(lexical_path(self.root))
+        derived.repair_lost_tail(store, lexical, summary, self.progress.note)
+        if lexical.generation != store.generation and store.generation > 0:
+            self.progress.note(
+                f"lexical index reflects generation {lexical.generation}, store is at "
+                f"{store.generation}: rebuilding it from SQLite"
+            )
+            store.make_durable()
+            lexical.rebuild(store.iter_spans(), store.generation)
+            summary.repaired.append("lexical")
+        return lexical
+
+    def _scan(
+        self, store: Store, summary: IndexReport
+    ) -> tuple[WalkResult, dict[str, FileRecord], tuple[str, bool], tuple[str, bool]]:
+        """The walk, the files the index knows, and whether the skip rules (``recheck``:
+        read every file again) or the chunker (``rechunk``: cut every file again; vectors
+        are cached by text, so unchanged spans are not embedded again) changed since the
+        index was built: ``(walked, known, (policy, recheck), (cutting, rechunk))``."""
+        walked = walk(self.root, self.cfg.index)
+        summary.skipped = list(walked.skipped)
+        summary.files_seen = len(walked.files)
+        known = store.files()
+        policy = skip_policy(self.cfg.index)  # generated.py, secrets.py
+        recheck = store.get_meta(SKIP_POLICY_KEY) != policy
+        cutting = chunk_policy(self.cfg.index)
+        rechunk = bool(known) and store.get_meta(CHUNK_POLICY_KEY) != cutting
+        if rechunk:
+            self.progress.note("the chunker or span settings changed: re-chunking every file")
+        return walked, known, (policy, recheck), (cutting, rechunk)
+
+    def _write(
+        self, store: Store, batch: list[Parsed], generation: int, upd: LexicalUpdate,
+        spaces: dict[str, str], summary: IndexReport, written: list[FileRecord], changed: list[str],
+    ) -> None:  # fmt: skip
+        """One parsed batch into SQLite and the lexical update; its records and paths
+        kept, its graph facts spooled to disk, its spans let go."""
+        paths = [p.file.path for p in batch]
+        spans, fields = write_batch(store, batch, generation, spaces, summary)
+        upd.remove(paths)
+        upd.add(spans, fields)
+        written += [record_of(p) for p in batch]
+        changed += paths
+        for p in batch:
+            if p.facts is not None:
+                self._spool.add(p.file.path, p.facts)  # type: ignore[union-attr]
+
+    def _nothing_written(
+        self, store: Store, lexical: LexicalIndex, summary: IndexReport, clock: tuple[float, float],
+        policies: tuple[str, str],
+    ) -> IndexReport:  # fmt: skip
+        """A run that wrote and removed nothing: the derived indexes brought up to date,
+        the skip and chunk policies recorded (once committed: a crash rechecks)."""
+        summary.generation = store.generation
+        summary.searchable_seconds = time.perf_counter() - self._started
+        self._check()
+        derived.finish(self.root, self.cfg.graph, store, lexical, [], [], self.progress)
+        clock = lap(summary, "graph", clock)
+        derived.sync_files(self.root, store)
+        lap(summary, "files", clock)
+        record_policies(store, *policies)
+        self._totals(store, summary)
         return summary
 
     def _facts_after(self, written: list[FileRecord], detector) -> SpooledFacts:
