@@ -25,13 +25,12 @@ import logging
 import os
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llmc.graph import cache as facts_cache
-from llmc.graph import spanmap, warm
+from llmc.graph import finish, spanmap, warm
 from llmc.graph.atomic import write_atomic
 from llmc.graph.gather import facts_as_json, gather_facts
 from llmc.graph.incremental import PHASES
@@ -52,10 +51,8 @@ from llmc.graph.modules import ModuleIndex
 from llmc.graph.output import (
     EncodedEdges,
     NodeLink,
-    Tracked,
     graph_attrs,
     header_of,
-    pieces_usable,
     read_head_only,
     read_header,
     read_json,
@@ -173,26 +170,148 @@ def _update(
 ) -> GraphStats:
     started = time.perf_counter()
     repo_root = Path(repo_root)
-    if cfg is None:
-        from llmc.config import load_config
-
-        cfg = load_config(repo_root).graph
+    cfg = cfg if cfg is not None else _config_of(repo_root)
     if not cfg.enabled:
         log.debug("graph disabled in config; not updated")
         return GraphStats(generation=generation)
     llmc_dir = repo_root / ".llmc"
     llmc_dir.mkdir(parents=True, exist_ok=True)
     graph_file, facts_file = llmc_dir / GRAPH_FILE, llmc_dir / FACTS_FILE
+    files = (graph_file, facts_file, facts_cache.journal(facts_file))
+    kept, previous, header, cache, rebuilt = _load_state(llmc_dir, files, store, cfg, generation)
+    records = store.files()
+    changed_set = set(changed) - set(removed)
+    settings = {"resolver": RESOLVER_VERSION, "name_fallback": cfg.name_fallback}
+    unchanged = not rebuilt and not changed_set and header.get("settings") == settings
+    unchanged = unchanged and _same_files(records, cache.get("files", {}))
+    stats = _written_for(header, graph_file, generation) if unchanged else None
+    if stats is not None:
+        return _not_rewritten(stats, len(records), started, kept, llmc_dir, files, on_written)
+    if not unchanged:
+        previous = None
+    elif previous is None:
+        previous = read_json(graph_file)
+        unchanged = header_of(previous) is not None
+    output: NodeLink | None = None  # a kept resolver's encoded pieces, patched
+    resolver: Resolver | None = None
+    span_nodes_of: dict[str, dict[str, str]] | None = None  # a kept state's span map
+    if unchanged:  # nothing to extract or resolve: refresh span ids and the generation
+        nodes, edges, counts = _as_written(previous, header)
+        previous = None
+        token = cache["token"]
+        extracted = failed = resolved = 0
+        reused = len(records)
+        spans_by_path = spanmap.read_span_rows(store)
+    else:
+        got, records, spans_by_path = _gather(
+            repo_root, store, records, changed_set, cache, given, cfg
+        )
+        extracted, reused, failed = got.extracted, got.reused, got.failed
+        resolver, keep_edges, nodes, edges, counts, output, spill = _resolve(
+            repo_root, cfg, got, None if rebuilt else kept, None if rebuilt else cache, llmc_dir
+        )
+        if kept is not None and kept.resolver not in (None, resolver):
+            kept.resolver.release()  # not patched: let reference counting free it
+        resolved, token, prev_token = resolver.files_resolved, uuid.uuid4().hex, cache.get("token")
+        cache = {"version": FACTS_VERSION, "token": token, "files": got.entries}
+    if output is not None:  # a patched resolver: only the changed files' spans and pieces
+        span_nodes_of = kept.span_nodes  # type: ignore[union-attr]
+        span_nodes, (n_nodes, n_edges, by_kind, by_type) = finish.map_patched(
+            store, nodes, resolver, output, changed_set, span_nodes_of,  # type: ignore[arg-type]
+        )  # fmt: skip
+    else:
+        span_nodes, (n_nodes, n_edges, by_kind, by_type), spans_by_path = finish.map_whole(
+            store, nodes, edges, resolver, spans_by_path, TYPES_FIRST_SEEN
+        )
+
+    seconds = time.perf_counter() - started
+    stats = GraphStats(
+        generation=generation, nodes=n_nodes, edges=n_edges, nodes_by_kind=by_kind,
+        edges_by_type=by_type, resolution=counts, files=len(records), rebuilt=rebuilt,
+        files_extracted=extracted, files_cached=reused, files_failed=failed,
+        files_resolved=resolved, seconds=round(seconds, 4),
+    )  # fmt: skip
+    meta = {"facts_token": token, "settings": settings, "span_nodes": span_nodes}
+    header = _write_graph(graph_file, output, nodes, edges, stats, meta)
+    if output is None and not warm.enabled():  # written: the cache needs the resolution only
+        del nodes, edges, span_nodes, meta
+        nodes = span_nodes = None  # type: ignore[assignment]
+        header = {}  # (its span map: not kept either)
+        if resolver is not None:
+            resolver.drop_graph()
+    log.debug("graph: %s written; the facts cache next", graph_file.name)
+    if on_written is not None:
+        on_written(stats)
+    if not unchanged:
+        # The facts cache after the graph, so that the graph answers before the cache is
+        # written (``on_written``)
+        finish.keep_state(
+            llmc_dir, files, header=header, cache=cache, prev_token=prev_token,
+            keep_edges=keep_edges, got=got, resolver=resolver, spill=spill, records=records,
+            graph=(nodes, output, span_nodes, span_nodes_of, spans_by_path),
+        )  # fmt: skip
+    elif kept is not None:  # the facts file is as it was; the cache and resolution too
+        warm.keep(llmc_dir, files, header, kept.cache, kept.resolver)
+    log.info(
+        "graph: %d nodes, %d edges (%d files re-extracted, %d cached) in %.2fs",
+        stats.nodes, stats.edges, extracted, reused, seconds,
+    )  # fmt: skip
+    return stats
+
+
+def _config_of(repo_root: Path) -> GraphConfig:
+    from llmc.config import load_config
+
+    return load_config(repo_root).graph
+
+
+def _as_written(previous: Any, header: dict[str, Any]) -> tuple[dict, dict, dict]:
+    """A graph file read back as the nodes, edges and resolution counts it was written
+    with (an update that changes nothing but span ids and the generation)."""
+    nodes = {n.pop("id"): n for n in previous["nodes"]}
+    edges = {(e.pop("source"), e.pop("target"), e.pop("key")): e for e in previous["edges"]}
+    for e in edges.values():
+        e.pop("type", None)
+    return nodes, edges, header.get("stats", {}).get("resolution", {})
+
+
+def _write_graph(
+    graph_file: Path, output: NodeLink | None, nodes: Any, edges: Any, stats: GraphStats,
+    meta: dict[str, Any],
+) -> dict[str, Any]:  # fmt: skip
+    """Write the graph file (a kept state's patched pieces, or the whole node-link
+    document); its header."""
+    if output is not None:
+        header = graph_attrs(stats.generation, stats, meta)
+        write_atomic(graph_file, output.render(header))
+        return header
+    header = write_node_link(graph_file, nodes, edges, stats.generation, stats, meta)
+    if isinstance(edges, EncodedEdges):
+        edges.remove()
+    return header
+
+
+def _load_state(
+    llmc_dir: Path, files: tuple[Path, Path, Path], store: Store, cfg: GraphConfig,
+    generation: int,
+) -> tuple[warm.WarmGraph | None, Any, dict[str, Any] | None, dict[str, Any], bool]:  # fmt: skip
+    """What the previous update left: the state this process kept (when it wrote both
+    files last), else the graph file's header (read whole when not laid out as written
+    here) and the facts cache; and whether the graph must be rebuilt from all files
+    (missing, corrupt, or another generation's). ``(kept, previous, header, cache,
+    rebuilt)``."""
+    graph_file, facts_file, journal = files
     facts_cache.remove_legacy(llmc_dir)  # old pickles go unread, kept state or not
     if warm.enabled() and _over_warm_limit(store, cfg.warm_max_files):
         warm.forget(llmc_dir)
         warm.suspend_here()  # a one-shot update, in bounded memory (until update_graph returns)
-    kept = warm.take(llmc_dir, graph_file, facts_file, facts_cache.journal(facts_file))
+    kept = warm.take(llmc_dir, graph_file, facts_file, journal)
+    previous = None
     if kept is not None:  # this process wrote both files last: its state is theirs
-        previous, header, cache = None, kept.header, kept.cache
+        header, cache = kept.header, kept.cache
     else:
         # the attributes only: the nodes and edges are read when a no-op update reuses them
-        previous, header = None, read_head_only(graph_file)
+        header = read_head_only(graph_file)
         if header is None:  # not laid out as written here: read whole
             previous = read_json(graph_file)
             header = header_of(previous)
@@ -205,245 +324,112 @@ def _update(
     )
     if rebuilt:
         log.info("graph: missing, corrupt or stale; rebuilding from all indexed files")
+    return kept, previous, header, cache, rebuilt
 
-    records = store.files()
-    changed_set = set(changed) - set(removed)
-    cached_files: dict[str, Any] = cache.get("files", {})
-    settings = {"resolver": RESOLVER_VERSION, "name_fallback": cfg.name_fallback}
-    unchanged = (
-        not rebuilt
-        and not changed_set
-        and header.get("settings") == settings
-        and set(records) == set(cached_files)
-        and all(
-            r.content_hash and cached_files[p].get("hash") == r.content_hash
-            for p, r in records.items()
-        )
+
+def _same_files(records: Mapping[str, Any], cached_files: Mapping[str, Any]) -> bool:
+    """The facts cache holds every indexed file, each at its content hash."""
+    return set(records) == set(cached_files) and all(
+        r.content_hash and cached_files[p].get("hash") == r.content_hash for p, r in records.items()
     )
-    stats = _written_for(header, graph_file, generation) if unchanged else None
-    if stats is not None:
-        # Written for this very store (a no-op run): nothing to read or write. Reading
-        # the graph back to write it again held it whole (~8 GB at 100k files).
-        stats = dataclasses.replace(
-            stats,
-            files=len(records),
-            files_extracted=0,
-            files_cached=len(records),
-            files_failed=0,
-            files_resolved=0,
-            rebuilt=False,
-            seconds=round(time.perf_counter() - started, 4),
-        )
-        if kept is not None:  # as it was taken
-            warm.keep(
-                llmc_dir,
-                (graph_file, facts_file, facts_cache.journal(facts_file)),
-                kept.header, kept.cache, kept.resolver, kept.output, kept.span_nodes,
-            )  # fmt: skip
-        if on_written is not None:
-            on_written(stats)
-        log.debug("graph: up to date with generation %d; not rewritten", generation)
-        return stats
-    if not unchanged:
-        previous = None
-    elif previous is None:
-        previous = read_json(graph_file)
-        unchanged = header_of(previous) is not None
-    output: NodeLink | None = None  # a kept resolver's encoded pieces, patched
-    spill: facts_cache.ResultSpill | None = None  # a cold build's result lines, on disk
-    events: PartSpill | None = None  # and its edge events, until merged
-    span_nodes_of: dict[str, dict[str, str]] | None = None
-    resolver: Resolver | None = None
-    if unchanged:  # nothing to extract or resolve: refresh span ids and the generation
-        nodes = {n.pop("id"): n for n in previous["nodes"]}
-        edges = {(e.pop("source"), e.pop("target"), e.pop("key")): e for e in previous["edges"]}
-        for e in edges.values():
-            e.pop("type", None)
-        counts = header.get("stats", {}).get("resolution", {})
-        token = cache["token"]
-        extracted = failed = resolved = 0
-        reused = len(records)
-        spans_by_path = spanmap.read_span_rows(store)
-    else:
-        facts_cache.load_facts(cache, keep_raw=warm.enabled())
-        got = gather_facts(repo_root, store, records, changed_set, cached_files, given, cfg)
-        if not warm.enabled():  # (their paths are the facts'; a kept state's pieces ask)
-            records = dict.fromkeys(records, None)  # type: ignore[assignment]
-        facts, spans_by_path = got.facts, got.spans_by_path
-        got.facts, got.spans_by_path = {}, None
-        extracted, reused, failed = got.extracted, got.reused, got.failed
 
-        resolver, keep_edges, mods = _previous_resolver(
-            repo_root, cfg, facts, None if rebuilt else kept, None if rebuilt else cache
-        )
-        n_facts = len(facts)
-        reuse = None  # a one-shot update's previous results: reused as its run reaches them
-        whole = resolver is None or resolver.cached_results is not None  # cold or one-shot
-        if resolver is None:
-            resolver = Resolver(facts, repo_root, cfg.name_fallback, mods=mods)
-        elif resolver.cached_results is not None:
-            reuse = resolver.reuse_from(facts, resolver.cached_results)
-            resolver.cached_results = None
-        if whole:
-            keep = warm.enabled()
-            if not keep:  # the resolver holds the facts alone, and lets go of them once used
-                del facts, mods
-                facts_as_json(got.entries)
-                facts_cache.remove_stale_spills(llmc_dir)
-                spill = facts_cache.ResultSpill(facts_file)  # the results, for the cache
-                bounds = part_bounds(resolver.facts)  # theirs, to merge part by part
-                events = PartSpill(llmc_dir, len(PHASES), bounds)
-                events.keep_seeds(resolver.table.edges)  # on disk while files resolve
-            try:
-                nodes, edges, counts = resolver.run(
-                    keep_memo=keep,
-                    as_list=False,
-                    keep_tables=keep,
-                    spill=None if spill is None else spill.add,
-                    events=events,
-                    reuse=reuse,
-                    spill_raw=None if spill is None else spill.add_raw,
-                )
-            finally:
-                if events is not None:
-                    events.remove()
-        else:
-            nodes, counts = resolver.update(facts, keep_edges, keep_memo=warm.enabled())
-            if keep_edges and kept is not None and kept.output is not None:
-                output = kept.output
-            else:
-                edges = resolver.table.edges
-        if kept is not None and kept.resolver not in (None, resolver):
-            kept.resolver.release()  # not patched: let reference counting free it
-        resolved = resolver.files_resolved
-        log.debug("graph: resolved %d of %d files", resolved, n_facts)
-        token = uuid.uuid4().hex
-        prev_token = cache.get("token")
-        cache = {"version": FACTS_VERSION, "token": token, "files": got.entries}
-    if output is not None:  # a patched resolver: only the changed files' spans and pieces
-        dirty = changed_set | resolver.facts_changed
-        span_nodes_of = kept.span_nodes  # type: ignore[union-attr]
-        touched = spanmap.map_spans(
-            nodes, resolver, spanmap.read_span_rows(store, dirty), dirty, span_nodes_of
-        )
-        output.update(
-            nodes, resolver.table.edges, nodes.take() | touched, resolver.table.edges.take()
-        )
-        n_nodes, n_edges, by_kind, by_type = output.counts()
-        span_nodes = {sid: nid for per in span_nodes_of.values() for sid, nid in per.items()}
-    else:
-        for n in nodes.values():
-            n.pop("span_id", None)
-        mapped = None
-        if spans_by_path is None and resolver is not None and not warm.enabled():
-            # no state kept: each file's spans are read, mapped and let go in turn
-            mapped = spanmap.map_all_spans(store, nodes, resolver.defs)
-        if mapped is not None:
-            span_nodes, mapped = mapped, None  # (let go of with the graph, once written)
-            resolver.defs = {}  # (not kept: read by the merge and the span map only)
-        else:
-            if spans_by_path is None:
-                spans_by_path = spanmap.read_span_rows(store)
-            spanmap.attach_spans(nodes, spans_by_path)
-            span_nodes = spanmap.span_nodes(nodes, spans_by_path)
-        if not warm.enabled():
-            spans_by_path = None  # (a kept state maps each file's spans: below)
-        log.debug("graph: %d spans mapped to nodes; writing", len(span_nodes))
-        n_nodes, n_edges = len(nodes), len(edges)
-        by_kind = dict(Counter(n["kind"] for n in nodes.values()).most_common())
-        if isinstance(edges, EncodedEdges):  # merged part by part (llmc.graph.parts)
-            by_type = edges.by_type(TYPES_FIRST_SEEN)
-        else:
-            by_type = dict(Counter(t for _, _, t in edges).most_common())
 
-    seconds = time.perf_counter() - started
-    stats = GraphStats(
-        generation=generation,
-        nodes=n_nodes,
-        edges=n_edges,
-        nodes_by_kind=by_kind,
-        edges_by_type=by_type,
-        resolution=counts,
-        files=len(records),
-        files_extracted=extracted,
-        files_cached=reused,
-        files_failed=failed,
-        files_resolved=resolved,
-        rebuilt=rebuilt,
-        seconds=round(seconds, 4),
+def _not_rewritten(
+    stats: GraphStats, n_files: int, started: float, kept: warm.WarmGraph | None,
+    llmc_dir: Path, files: tuple[Path, Path, Path],
+    on_written: Callable[[GraphStats], None] | None,
+) -> GraphStats:  # fmt: skip
+    """The graph was written for this very store (a no-op run): nothing to read or
+    write. Reading the graph back to write it again held it whole (~8 GB at 100k files)."""
+    stats = dataclasses.replace(
+        stats,
+        files=n_files,
+        files_extracted=0,
+        files_cached=n_files,
+        files_failed=0,
+        files_resolved=0,
+        rebuilt=False,
+        seconds=round(time.perf_counter() - started, 4),
     )
-    meta = {"facts_token": token, "settings": settings, "span_nodes": span_nodes}
-    if output is not None:
-        header = graph_attrs(generation, stats, meta)
-        write_atomic(graph_file, output.render(header))
-    else:
-        header = write_node_link(graph_file, nodes, edges, generation, stats, meta)
-        if isinstance(edges, EncodedEdges):
-            edges.remove()
-        if not warm.enabled():  # written: the facts cache needs the resolution only
-            del nodes, edges, span_nodes, meta
-            header = {}  # (its span map: not kept either)
-            if resolver is not None:
-                resolver.drop_graph()
-    log.debug("graph: %s written; the facts cache next", graph_file.name)
+    if kept is not None:  # as it was taken
+        warm.keep(
+            llmc_dir, files, kept.header, kept.cache, kept.resolver, kept.output,
+            kept.span_nodes,
+        )  # fmt: skip
     if on_written is not None:
         on_written(stats)
-    if not unchanged:
-        # The facts cache after the graph (either order is crash-safe: the two tokens
-        # differ until both are written, and a mismatch rebuilds), so that the graph
-        # answers before the cache is written (``on_written``).
-        if not (
-            keep_edges
-            and prev_token
-            and facts_cache.append_delta(
-                facts_file,
-                prev_token,
-                cache,
-                got.reextracted,
-                resolver.encoded_results(resolver.last_resolved),
-            )
-        ):
-            # A kept resolver (the daemon's) keeps the encodings for its next write; a
-            # cold run's is released next, so its results are encoded as they are written
-            facts_cache.write(
-                facts_file,
-                cache,
-                resolver.state_header(),
-                resolver.encoded_results(resolver.results, prune=True)
-                if warm.enabled()
-                else resolver.iter_encoded(resolver.results),
-                spill.lines() if spill is not None else (),
-            )
-            if spill is not None:
-                spill.remove()
-        if warm.enabled() and output is None and pieces_usable(records):
-            output = NodeLink(nodes, resolver.table.edges)
-            span_nodes_of = spanmap.span_nodes_by_path(span_nodes, spans_by_path)
-            for tracked in (nodes, resolver.table.edges):  # the pieces start from here
-                if isinstance(tracked, Tracked):
-                    tracked.take()
-        if not warm.keep(
-            llmc_dir,
-            (graph_file, facts_file, facts_cache.journal(facts_file)),
-            header,
-            cache,
-            resolver,
-            output,
-            span_nodes_of,
-        ):
-            resolver.release()
-    elif kept is not None:  # the facts file is as it was; the cache and resolution too
-        files = (graph_file, facts_file, facts_cache.journal(facts_file))
-        warm.keep(llmc_dir, files, header, kept.cache, kept.resolver)
-    log.info(
-        "graph: %d nodes, %d edges (%d files re-extracted, %d cached) in %.2fs",
-        stats.nodes,
-        stats.edges,
-        extracted,
-        reused,
-        seconds,
-    )
+    log.debug("graph: up to date with generation %d; not rewritten", stats.generation)
     return stats
+
+
+def _gather(
+    repo_root: Path, store: Store, records: dict[str, Any], changed: set[str],
+    cache: dict[str, Any], given: Mapping[str, bytes], cfg: GraphConfig,
+) -> tuple[Any, dict[str, Any], Any]:  # fmt: skip
+    """Every indexed file's facts (``gather_facts``), the records as the rest of the
+    update needs them (their paths only when no state is kept) and the span rows the
+    gather read (None when it read none)."""
+    facts_cache.load_facts(cache, keep_raw=warm.enabled())
+    got = gather_facts(repo_root, store, records, changed, cache.get("files", {}), given, cfg)
+    if not warm.enabled():  # (their paths are the facts'; a kept state's pieces ask)
+        records = dict.fromkeys(records, None)  # type: ignore[assignment]
+    spans_by_path, got.spans_by_path = got.spans_by_path, None
+    return got, records, spans_by_path
+
+
+def _resolve(
+    repo_root: Path, cfg: GraphConfig, got: Any, kept: warm.WarmGraph | None,
+    cache: dict[str, Any] | None, llmc_dir: Path,
+) -> tuple[Resolver, bool, Any, Any, Any, NodeLink | None, Any]:  # fmt: skip
+    """Resolve ``got``'s facts: by patching the previous resolver (kept, or rebuilt from
+    the cache) or from scratch; a one-shot build spills its results and edge events to
+    disk as it goes. ``(resolver, keep_edges, nodes, edges, counts, output, spill)``:
+    ``output`` the kept pieces to patch (``edges`` None then), ``spill`` the results a
+    cold build left on disk for the facts cache."""
+    facts = got.facts
+    got.facts = {}
+    resolver, keep_edges, mods = _previous_resolver(repo_root, cfg, facts, kept, cache)
+    n_facts = len(facts)
+    reuse = None  # a one-shot update's previous results: reused as its run reaches them
+    whole = resolver is None or resolver.cached_results is not None  # cold or one-shot
+    if resolver is None:
+        resolver = Resolver(facts, repo_root, cfg.name_fallback, mods=mods)
+    elif resolver.cached_results is not None:
+        reuse = resolver.reuse_from(facts, resolver.cached_results)
+        resolver.cached_results = None
+    output = spill = edges = None
+    if whole:
+        keep = warm.enabled()
+        events: PartSpill | None = None  # a cold build's edge events, until merged
+        if not keep:  # the resolver holds the facts alone, and lets go of them once used
+            del facts, mods
+            facts_as_json(got.entries)
+            facts_cache.remove_stale_spills(llmc_dir)
+            spill = facts_cache.ResultSpill(llmc_dir / FACTS_FILE)  # the results, for the cache
+            bounds = part_bounds(resolver.facts)  # theirs, to merge part by part
+            events = PartSpill(llmc_dir, len(PHASES), bounds)
+            events.keep_seeds(resolver.table.edges)  # on disk while files resolve
+        try:
+            nodes, edges, counts = resolver.run(
+                keep_memo=keep,
+                as_list=False,
+                keep_tables=keep,
+                spill=None if spill is None else spill.add,
+                events=events,
+                reuse=reuse,
+                spill_raw=None if spill is None else spill.add_raw,
+            )
+        finally:
+            if events is not None:
+                events.remove()
+    else:
+        nodes, counts = resolver.update(facts, keep_edges, keep_memo=warm.enabled())
+        if keep_edges and kept is not None and kept.output is not None:
+            output = kept.output
+        else:
+            edges = resolver.table.edges
+    log.debug("graph: resolved %d of %d files", resolver.files_resolved, n_facts)
+    return resolver, keep_edges, nodes, edges, counts, output, spill
 
 
 def _over_warm_limit(store: Store, limit: int) -> bool:
