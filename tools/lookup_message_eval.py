@@ -31,6 +31,7 @@ import json
 import random
 import sys
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -59,24 +60,25 @@ def _sources(root: Path) -> list[Path]:
     return out
 
 
+def _trees(paths: Iterable[Path]) -> Iterator[tuple[Path, ast.Module]]:
+    """Each file parsed (a file ``ast`` cannot parse is left out)."""
+    for path in paths:
+        try:
+            yield path, ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        except (SyntaxError, ValueError):
+            continue
+
+
 def mine(root: Path, per_kind: int, seed: int) -> list[Query]:
     defs: list[tuple[str, str, str, int]] = []  # (kind, name, path, line)
     messages: list[Query] = []
     counts: Counter[str] = Counter()
-    for path in root.rglob("*.py"):  # every definition counts, tests too, to be unique
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-        except (SyntaxError, ValueError):
-            continue
+    for _, tree in _trees(root.rglob("*.py")):  # every definition counts, tests too
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
                 counts[node.name] += 1
-    for path in _sources(root):
+    for path, tree in _trees(_sources(root)):
         rel = path.relative_to(root).as_posix()
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-        except (SyntaxError, ValueError):
-            continue
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
                 if node.name.startswith("__") or len(node.name) < 4:

@@ -20,11 +20,10 @@ docs/reports/2026-11-29-lookup-message-match.md.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llmc.search.query import STOPWORDS
-from llmc.search.types import DENSE, RankedList
+from llmc.search.types import DENSE, Match, RankedList
 from llmc.store.tokens import code_tokens
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,36 +34,6 @@ if TYPE_CHECKING:  # pragma: no cover
 NONE_COSINE = 0.45
 FEW_SHARE = 0.75
 FEW_COSINE = 0.22
-
-
-@dataclass(frozen=True)
-class Match:
-    """How well the index matches one query (``--json``'s ``match``)."""
-
-    term_share: float  # content words some span holds / content words (1.0: no such word)
-    terms: int  # content words of the query
-    dense_best: float | None  # the best cosine in the dense lists; None: no dense list
-    weak: bool
-
-    def line(self) -> str:
-        """The warning a weak match gets."""
-        said = (
-            "none of the query's words is in the index"
-            if self.term_share == 0
-            else f"{self.term_share:.0%} of the query's words are in the index"
-        )
-        close = f"; the closest span's similarity is {self.dense_best:.2f}" if (
-            self.dense_best is not None
-        ) else ""  # fmt: skip
-        return f"no good match: {said}{close}. The results are the nearest guesses"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "term_share": round(self.term_share, 3),
-            "terms": self.terms,
-            "dense_best": None if self.dense_best is None else round(self.dense_best, 4),
-            "weak": self.weak,
-        }
 
 
 def judge(sources: Sources, text: str, lists: Sequence[RankedList]) -> Match | None:

@@ -18,8 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from llmc.search.hyde_report import HydeReport
-    from llmc.search.match import Match
-    from llmc.search.types import RankedList
+    from llmc.search.types import Match, RankedList
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from llmc.search.hyde_report import HydeReport
-    from llmc.search.match import Match
 
 CODE_ROUTE = "code"
 DOCS_ROUTE = "docs"
@@ -207,6 +206,36 @@ class Explain:
 
 
 @dataclass(frozen=True)
+class Match:
+    """How well the index matches one query (``--json``'s ``match``)."""
+
+    term_share: float  # content words some span holds / content words (1.0: no such word)
+    terms: int  # content words of the query
+    dense_best: float | None  # the best cosine in the dense lists; None: no dense list
+    weak: bool
+
+    def line(self) -> str:
+        """The warning a weak match gets."""
+        said = (
+            "none of the query's words is in the index"
+            if self.term_share == 0
+            else f"{self.term_share:.0%} of the query's words are in the index"
+        )
+        close = f"; the closest span's similarity is {self.dense_best:.2f}" if (
+            self.dense_best is not None
+        ) else ""  # fmt: skip
+        return f"no good match: {said}{close}. The results are the nearest guesses"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "term_share": round(self.term_share, 3),
+            "terms": self.terms,
+            "dense_best": None if self.dense_best is None else round(self.dense_best, 4),
+            "weak": self.weak,
+        }
+
+
+@dataclass(frozen=True)
 class SearchResponse:
     """Everything one query produced; ``to_json`` is the `--json` object."""
 
@@ -248,6 +277,7 @@ __all__ = [
     "HYDE",
     "DOCS_ROUTE",
     "INTENTS",
+    "Match",
     "MIXED_ROUTE",
     "ROUTE_CATEGORY",
     "TESTS",
