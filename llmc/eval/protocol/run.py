@@ -45,6 +45,67 @@ from llmc.eval.protocol.splits import SplitProject, select_projects
 log = logging.getLogger(__name__)
 
 
+def _task_inputs(
+    sp: SplitProject, task: str, cache_dir: Path, max_queries: int, seed: int, fetch: Fetch
+) -> tuple[Any, Path, list, Path]:
+    """``(project, corpus, queries, queries_path)`` of one project under a span task
+    (docstring: the fetched archive stripped of docstrings, its sampled summaries) or a
+    file task (a git snapshot of a local mirror at the pinned base, its pinned commits or
+    mined reports; the project's version becomes the base's)."""
+    project = sp.project
+    if task in FILE_TASKS:  # a git snapshot of a local mirror, pinned queries (commits.py)
+        import dataclasses
+
+        from llmc.eval.protocol import reports
+        from llmc.eval.protocol.commits import prepare
+
+        pin, corpus, queries = prepare(project.name, cache_dir, max_queries)
+        queries_path = pin.queries_path
+        if task == REPORTS:  # task (c)'s base and mirror, the mined reports
+            queries = reports.load_report_queries(project.name, max_queries)
+            queries_path = reports.queries_path(project.name)
+        version = pin.base_ref or pin.base[:12]
+        return (
+            dataclasses.replace(project, version=version, ecosystem="git"),
+            corpus,
+            queries,
+            queries_path,
+        )
+    from llmc.eval.protocol.corpus import build_corpus
+    from llmc.eval.protocol.docstring import docstring_queries
+
+    original = fetch(project, cache_dir)
+    work = cache_dir / "protocol" / project.set_name
+    corpus = build_corpus(original, work / "corpus", project.sha256)
+    queries, queries_path = docstring_queries(original, work, project.name, max_queries, seed)
+    return project, corpus, queries, queries_path
+
+
+def _searcher(system: str, task: str, corpus: Path, cfg: Any, factory: Any) -> Any:
+    """The searcher a system runs as (grep, whole-file BM25, or the product's Searcher
+    under the system's config); under a file task its spans grouped into files as
+    ``--files`` ranks them (a file once, at its best span's rank, the whole-file list
+    fused in where the config says)."""
+    from llmc.eval.protocol import reports
+    from llmc.eval.protocol.file_rank import BM25_FILE, FileBM25Searcher
+    from llmc.eval.protocol.grep import GrepSearcher
+    from llmc.eval.runner import variant_config
+
+    if system == GREP:
+        searcher: Any = GrepSearcher(corpus)
+    elif system == BM25_FILE:
+        searcher = FileBM25Searcher(corpus)
+    else:
+        searcher = factory(corpus, variant_config(cfg, system))
+    if task == COMMITS:
+        from llmc.eval.protocol.commits import SPANS_PER_QUERY
+
+        return reports.GroupedFileSearcher(searcher, SPANS_PER_QUERY)
+    if task == REPORTS:  # reports.py
+        return reports.GroupedFileSearcher(searcher)
+    return searcher
+
+
 def run_project(
     sp: SplitProject,
     task: str,
@@ -60,7 +121,7 @@ def run_project(
     progress: Any = None,
 ) -> ProjectRun:
     """One project under one task (see the module docstring)."""
-    from llmc.eval.protocol.file_rank import BM25_FILE, FileBM25Searcher, file_scores
+    from llmc.eval.protocol.file_rank import BM25_FILE, file_scores
 
     if BM25_FILE in systems and task not in FILE_TASKS:
         raise EvalError(f"{BM25_FILE} ranks whole files: tasks {', '.join(FILE_TASKS)} only")
@@ -72,33 +133,14 @@ def run_project(
             fetch=fetch, searcher_factory=searcher_factory, progress=progress,
         )  # fmt: skip
     from llmc.config import load_config
-    from llmc.eval.protocol.corpus import build_corpus
-    from llmc.eval.protocol.docstring import docstring_queries
-    from llmc.eval.protocol.grep import GrepSearcher
-    from llmc.eval.runner import anchor_symbols, ensure_index, run_variant, variant_config
+    from llmc.eval.runner import anchor_symbols, ensure_index, run_variant
 
     if task not in TASKS:
         raise EvalError(f"unknown task {task!r} (known: {', '.join(TASKS)})")
     started = time.perf_counter()
-    project = sp.project
-    if task in FILE_TASKS:  # a git snapshot of a local mirror, pinned queries (commits.py)
-        import dataclasses
-
-        from llmc.eval.protocol import reports
-        from llmc.eval.protocol.commits import prepare
-
-        pin, corpus, queries = prepare(project.name, cache_dir, max_queries)
-        queries_path = pin.queries_path
-        if task == REPORTS:  # task (c)'s base and mirror, the mined reports
-            queries = reports.load_report_queries(project.name, max_queries)
-            queries_path = reports.queries_path(project.name)
-        version = pin.base_ref or pin.base[:12]
-        project = dataclasses.replace(project, version=version, ecosystem="git")
-    else:
-        original = fetch(project, cache_dir)
-        work = cache_dir / "protocol" / project.set_name
-        corpus = build_corpus(original, work / "corpus", project.sha256)
-        queries, queries_path = docstring_queries(original, work, project.name, max_queries, seed)
+    project, corpus, queries, queries_path = _task_inputs(
+        sp, task, cache_dir, max_queries, seed, fetch
+    )
     if not queries:
         raise EvalError(f"{project.set_name}: no documented definition gave a query")
     cfg = load_config(corpus)
@@ -117,19 +159,7 @@ def run_project(
     for system in systems:
         if progress is not None:
             progress.phase(f"{project.name} {system}", len(queries))
-        if system == GREP:
-            searcher: Any = GrepSearcher(corpus)
-        elif system == BM25_FILE:
-            searcher = FileBM25Searcher(corpus)
-        else:
-            searcher = searcher_factory(corpus, variant_config(cfg, system))
-        if task == COMMITS:  # results are files, as `--files` ranks them (a file once, at
-            # its best span's rank, and the whole-file list fused in where the config says)
-            from llmc.eval.protocol.commits import SPANS_PER_QUERY
-
-            searcher = reports.GroupedFileSearcher(searcher, SPANS_PER_QUERY)
-        elif task == REPORTS:  # files as `--files` ranks them (reports.py)
-            searcher = reports.GroupedFileSearcher(searcher)
+        searcher = _searcher(system, task, corpus, cfg, searcher_factory)
         try:
             run = run_variant(
                 system,
@@ -151,12 +181,9 @@ def run_project(
             ]
     seconds = time.perf_counter() - started
     log.info(
-        "%s: %d queries, %d systems in %.0f s",
-        project.set_name,
-        len(queries),
-        len(systems),
+        "%s: %d queries, %d systems in %.0f s", project.set_name, len(queries), len(systems),
         seconds,
-    )
+    )  # fmt: skip
     return ProjectRun(
         project,
         sp.split,
