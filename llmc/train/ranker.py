@@ -28,7 +28,7 @@ from llmc.corpora import Project
 from llmc.errors import TrainError
 from llmc.search.features import FEATURES, GROUPS, MISSING_RANK, MISSING_REL, MISSING_SCORE
 from llmc.search.learned import MODEL_DIR
-from llmc.train.ranker_data import ProjectData, collect
+from llmc.train.ranker_data import ProjectData, collect, queries_by_kind
 from llmc.train.ranker_dump import check_dump, dump_model, safe_names
 
 log = logging.getLogger(__name__)
@@ -400,53 +400,17 @@ def train_on(
     train = stack(train_data, NEG_SAMPLE, job.seed, job.kinds)
     valid = stack(valid_data)
     vx = all_rows(valid_data)
-    grid = []
-    best: tuple[float, Any, dict[str, Any], Any] | None = None
     fit_started = time.perf_counter()
-    weight_grid = job.weights or WEIGHT_GRID
-    if job.doc_weight != DOC_WEIGHT:  # --doc-weight given: the docs weight is not searched
-        weight_grid = tuple({**w, "docs": job.doc_weight} for w in weight_grid)
-    trees = job.grid or GRID
-    tries = [(trees[-1], w) for w in dict((json.dumps(w), w) for w in weight_grid).values()]
-    chosen_w: dict[str, float] | None = None
-    for stage in ("weights", "trees"):
-        if stage == "trees":
-            assert best is not None
-            chosen_w = best[3]
-            tries = [(p, chosen_w) for p in trees[:-1]]
-        for params, kind_w in tries:
-            t = time.perf_counter()
-            weight = query_weights(train_data, train[2], job.kinds, kind_w)
-            booster = fit(train, valid, params, job.threads, job.seed, weight)
-            m = split_metrics(booster.predict(vx, num_iteration=booster.best_iteration), valid_data)
-            row = {**params, "weights": kind_w, "rounds": booster.best_iteration, **m,
-                   "seconds": time.perf_counter() - t}  # fmt: skip
-            grid.append(row)
-            note(
-                f"grid {params} {kind_w}: validation score {m['score']:.4f} ("
-                + ", ".join(f"{g} {m[g]['mrr@10']:.4f}" for g in KIND_GROUPS if g in m)
-                + f"; {booster.best_iteration} trees)"
-            )
-            if best is None or m["score"] > best[0]:
-                best = (m["score"], booster, dict(params), kind_w)
+    best, grid = _search_grid(train_data, valid_data, job, train, valid, vx, note)
     assert best is not None
     _, booster, params, chosen_w = best
     weight = query_weights(train_data, train[2], job.kinds, chosen_w)
     fit_s = time.perf_counter() - fit_started
     validation = compare(booster, valid_data)
     held_out_metrics = compare(booster, held) if held else {}
-    ablation = {}
-    if job.ablate:
-        for group in GROUPS:
-            tx = masked(train[0], group)
-            b = fit((tx, train[1], train[2]), (masked(valid[0], group), valid[1], valid[2]),
-                    params, job.threads, job.seed, weight)  # fmt: skip
-            m = split_metrics(
-                b.predict(masked(vx, group), num_iteration=b.best_iteration), valid_data
-            )
-            ablation[f"without {group}"] = {**m, "rounds": b.best_iteration}
-            job.extra.setdefault("ablation_models", {})[group] = dump_model(b, {"without": group})
-            note(f"without {group}: validation score {m['score']:.4f}")
+    ablation = (
+        _ablation(job, train, valid, vx, valid_data, params, weight, note) if job.ablate else {}
+    )
     importance = booster.feature_importance("gain")
     report: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d"),
@@ -459,27 +423,7 @@ def train_on(
         "lightgbm": lightgbm.__version__,
         "python": platform.python_version(),
         "machine": platform.machine(),
-        "data": {
-            "max_queries": job.max_queries,
-            "valid_max_queries": VALID_MAX_QUERIES,
-            "max_doc_queries": job.max_doc_queries,
-            "max_mention_queries": job.max_mention_queries,
-            "valid_doc_queries": job.valid_doc_queries,
-            "kinds": list(job.kinds) or "all",
-            "max_test_queries": job.max_test_queries,
-            "max_example_queries": job.max_example_queries,
-            "reports": job.reports,
-            "depth": job.depth,
-            "train_project_count": len(train_data),
-            "train_queries": sum(_by_kind(train_data, job.kinds).values()),
-            "train_queries_answered": len(train[2]),
-            "train_rows": int(train[0].shape[0]),
-            "train_queries_by_kind": _by_kind(train_data, job.kinds),
-            "validation_projects": [d.project for d in valid_data],
-            "validation_queries": int(sum(len(d.groups) for d in valid_data)),
-            "validation_queries_by_kind": _by_kind(valid_data),
-            "held_out_queries_by_kind": _by_kind(held),
-        },
+        "data": _data_report(job, train_data, valid_data, held, train),
         "kind_weights": chosen_w,
         "validation": validation,
         "held_out": held_out_metrics,
@@ -496,6 +440,89 @@ def train_on(
     if diff > 1e-4:
         raise TrainError(f"the dumped trees differ from LightGBM's predictions by {diff}")
     return model_json, report
+
+
+def _search_grid(
+    train_data: Sequence[ProjectData], valid_data: Sequence[ProjectData], job: RankerJob,
+    train: Any, valid: Any, vx: Any, note: Callable[[str], None],
+) -> tuple[tuple[float, Any, dict[str, Any], Any], list[dict[str, Any]]]:  # fmt: skip
+    """The kind weights first (``WEIGHT_GRID``, with the last tree setting of ``GRID``),
+    then the tree setting with the chosen weights, each scored on validation:
+    ``((score, booster, params, kind weights) of the best, every try's row)``."""
+    grid = []
+    best: tuple[float, Any, dict[str, Any], Any] | None = None
+    weight_grid = job.weights or WEIGHT_GRID
+    if job.doc_weight != DOC_WEIGHT:  # --doc-weight given: the docs weight is not searched
+        weight_grid = tuple({**w, "docs": job.doc_weight} for w in weight_grid)
+    trees = job.grid or GRID
+    tries = [(trees[-1], w) for w in dict((json.dumps(w), w) for w in weight_grid).values()]
+    for stage in ("weights", "trees"):
+        if stage == "trees":
+            assert best is not None
+            tries = [(p, best[3]) for p in trees[:-1]]
+        for params, kind_w in tries:
+            t = time.perf_counter()
+            weight = query_weights(train_data, train[2], job.kinds, kind_w)
+            booster = fit(train, valid, params, job.threads, job.seed, weight)
+            m = split_metrics(booster.predict(vx, num_iteration=booster.best_iteration), valid_data)
+            row = {**params, "weights": kind_w, "rounds": booster.best_iteration, **m,
+                   "seconds": time.perf_counter() - t}  # fmt: skip
+            grid.append(row)
+            note(
+                f"grid {params} {kind_w}: validation score {m['score']:.4f} ("
+                + ", ".join(f"{g} {m[g]['mrr@10']:.4f}" for g in KIND_GROUPS if g in m)
+                + f"; {booster.best_iteration} trees)"
+            )
+            if best is None or m["score"] > best[0]:
+                best = (m["score"], booster, dict(params), kind_w)
+    assert best is not None
+    return best, grid
+
+
+def _ablation(
+    job: RankerJob, train: Any, valid: Any, vx: Any, valid_data: Sequence[ProjectData],
+    params: dict[str, Any], weight: Any, note: Callable[[str], None],
+) -> dict[str, Any]:  # fmt: skip
+    """Validation without each feature group (refitted with it masked out); each
+    model kept in ``job.extra["ablation_models"]``."""
+    ablation = {}
+    for group in GROUPS:
+        tx = masked(train[0], group)
+        b = fit((tx, train[1], train[2]), (masked(valid[0], group), valid[1], valid[2]),
+                params, job.threads, job.seed, weight)  # fmt: skip
+        m = split_metrics(b.predict(masked(vx, group), num_iteration=b.best_iteration), valid_data)
+        ablation[f"without {group}"] = {**m, "rounds": b.best_iteration}
+        job.extra.setdefault("ablation_models", {})[group] = dump_model(b, {"without": group})
+        note(f"without {group}: validation score {m['score']:.4f}")
+    return ablation
+
+
+def _data_report(
+    job: RankerJob, train_data: Sequence[ProjectData], valid_data: Sequence[ProjectData],
+    held: Sequence[ProjectData], train: Any,
+) -> dict[str, Any]:  # fmt: skip
+    """The report's ``data`` section: the mining limits and what was fitted on."""
+    return {
+        "max_queries": job.max_queries,
+        "valid_max_queries": VALID_MAX_QUERIES,
+        "max_doc_queries": job.max_doc_queries,
+        "max_mention_queries": job.max_mention_queries,
+        "valid_doc_queries": job.valid_doc_queries,
+        "kinds": list(job.kinds) or "all",
+        "max_test_queries": job.max_test_queries,
+        "max_example_queries": job.max_example_queries,
+        "reports": job.reports,
+        "depth": job.depth,
+        "train_project_count": len(train_data),
+        "train_queries": sum(queries_by_kind(train_data, job.kinds).values()),
+        "train_queries_answered": len(train[2]),
+        "train_rows": int(train[0].shape[0]),
+        "train_queries_by_kind": queries_by_kind(train_data, job.kinds),
+        "validation_projects": [d.project for d in valid_data],
+        "validation_queries": int(sum(len(d.groups) for d in valid_data)),
+        "validation_queries_by_kind": queries_by_kind(valid_data),
+        "held_out_queries_by_kind": queries_by_kind(held),
+    }
 
 
 def compare(booster: Any, data: Sequence[ProjectData]) -> dict[str, Any]:
@@ -518,15 +545,6 @@ def write_model(out: Path, model_json: Mapping[str, Any], report: Mapping[str, A
     out.mkdir(parents=True, exist_ok=True)
     _write(out / "model.json", json.dumps(model_json, separators=(",", ":")))
     _write(out / "TRAINING.json", json.dumps(report, indent=2) + "\n")
-
-
-def _by_kind(data: Sequence[ProjectData], kinds: Sequence[str] = ()) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for d in data:
-        for k in d.kinds:
-            if not kinds or k in kinds:
-                out[k] = out.get(k, 0) + 1
-    return out
 
 
 def _project_row(d: ProjectData, listed: Sequence[tuple[Project, str]]) -> dict[str, Any]:

@@ -458,7 +458,18 @@ def collect(
     return out
 
 
+def queries_by_kind(data: Sequence[ProjectData], kinds: Sequence[str] = ()) -> dict[str, int]:
+    """How many mined queries of each kind (of ``kinds`` only, when given) ``data`` holds."""
+    out: dict[str, int] = {}
+    for d in data:
+        for k in d.kinds:
+            if not kinds or k in kinds:
+                out[k] = out.get(k, 0) + 1
+    return out
+
+
 __all__ = [
+    "queries_by_kind",
     "DATA_VERSION",
     "MAX_SPANS",
     "ProjectData",
