@@ -81,8 +81,6 @@ def train_intent(
     """Fit, calibrate and gate the model on ``queries`` with their intent ``labels``."""
     import numpy as np
     from scipy.optimize import minimize_scalar
-    from sklearn.feature_extraction import DictVectorizer
-    from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold
 
     counts = Counter(labels)
@@ -110,24 +108,9 @@ def train_intent(
     cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     splits = list(cv.split(np.zeros(len(y)), y))
 
-    def oof_logits(c: float) -> Any:
-        out = np.zeros((len(y), len(classes)))
-        for train, test in splits:
-            vec = DictVectorizer()
-            x_train = vec.fit_transform([feats[i] for i in train])
-            clf = LogisticRegression(C=c, max_iter=5000)
-            clf.fit(x_train, y[train])
-            logits = clf.decision_function(vec.transform([feats[i] for i in test]))
-            if logits.ndim == 1:  # two classes: sklearn gives one column
-                logits = np.stack([-logits / 2, logits / 2], axis=1)
-            full = np.full((len(test), len(classes)), -1e4)
-            full[:, clf.classes_] = logits
-            out[test] = full
-        return out
-
     scored = []
     for c in cs:
-        logits = oof_logits(c)
+        logits = _oof_logits(feats, y, len(classes), splits, c)
         scored.append((_nll(_scaled(logits, 1.0), y), c, logits))
     _, best_c, logits = min(scored, key=lambda t: (t[0], -t[1]))
     res = minimize_scalar(
@@ -137,12 +120,7 @@ def train_intent(
     raw, calibrated = _scaled(logits, 1.0), _scaled(logits, temperature)
     learned = [classes[i] for i in calibrated.argmax(axis=1)]
     top = calibrated.max(axis=1)
-    best_gate, best_acc = 1.01, heur_acc
-    for gate in (0.34, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95):
-        combined = [lr if p >= gate else h for lr, p, h in zip(learned, top, heur, strict=True)]
-        acc = float(np.mean([c == t for c, t in zip(combined, labels, strict=True)]))
-        if acc > best_acc + 1e-9:
-            best_gate, best_acc = gate, acc
+    best_gate, best_acc = _best_gate(learned, top, heur, labels, heur_acc)
     report.update(
         {
             "C": best_c,
@@ -159,19 +137,7 @@ def train_intent(
         report["kept"] = False
         report["why"] = "out of fold it never beats the heuristic router"
         return IntentFit(None, report)
-    vec = DictVectorizer()
-    x = vec.fit_transform(feats)
-    clf = LogisticRegression(C=best_c, max_iter=5000).fit(x, y)
-    coef, intercept = clf.coef_, clf.intercept_
-    if coef.shape[0] == 1:  # binary: sklearn's one row is class 1 against class 0
-        coef = np.vstack([-coef[0] / 2, coef[0] / 2])
-        intercept = np.array([-intercept[0] / 2, intercept[0] / 2])
-    names = vec.get_feature_names_out()
-    weights = {
-        str(name): tuple(float(v) for v in coef[:, j])
-        for j, name in enumerate(names)
-        if np.any(np.abs(coef[:, j]) > 1e-6)
-    }
+    weights, intercept = _fit_all(feats, y, best_c)
     report["kept"] = True
     report["features"] = len(weights)
     model = IntentModel(
@@ -183,6 +149,67 @@ def train_intent(
         report=report,
     )
     return IntentFit(model, report)
+
+
+def _oof_logits(feats: list[dict], y: Any, n_classes: int, splits: list, c: float) -> Any:
+    """Out-of-fold logits of a logistic regression with inverse regularisation ``c``
+    (a class a fold's training part lacks gets -1e4)."""
+    import numpy as np
+    from sklearn.feature_extraction import DictVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    out = np.zeros((len(y), n_classes))
+    for train, test in splits:
+        vec = DictVectorizer()
+        x_train = vec.fit_transform([feats[i] for i in train])
+        clf = LogisticRegression(C=c, max_iter=5000)
+        clf.fit(x_train, y[train])
+        logits = clf.decision_function(vec.transform([feats[i] for i in test]))
+        if logits.ndim == 1:  # two classes: sklearn gives one column
+            logits = np.stack([-logits / 2, logits / 2], axis=1)
+        full = np.full((len(test), n_classes), -1e4)
+        full[:, clf.classes_] = logits
+        out[test] = full
+    return out
+
+
+def _best_gate(
+    learned: Sequence[str], top: Any, heur: Sequence[str], labels: Sequence[str], heur_acc: float
+) -> tuple[float, float]:
+    """The confidence above which the model's intent replaces the heuristic's, chosen
+    for out-of-fold accuracy; ``(1.01, heuristic accuracy)`` when no gate beats it."""
+    import numpy as np
+
+    best_gate, best_acc = 1.01, heur_acc
+    for gate in (0.34, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95):
+        combined = [lr if p >= gate else h for lr, p, h in zip(learned, top, heur, strict=True)]
+        acc = float(np.mean([c == t for c, t in zip(combined, labels, strict=True)]))
+        if acc > best_acc + 1e-9:
+            best_gate, best_acc = gate, acc
+    return best_gate, best_acc
+
+
+def _fit_all(feats: list[dict], y: Any, c: float) -> tuple[dict[str, tuple[float, ...]], Any]:
+    """The model refitted on every query: its non-zero weights per feature (one per
+    class; a binary fit's one row split into two) and its intercepts."""
+    import numpy as np
+    from sklearn.feature_extraction import DictVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    vec = DictVectorizer()
+    x = vec.fit_transform(feats)
+    clf = LogisticRegression(C=c, max_iter=5000).fit(x, y)
+    coef, intercept = clf.coef_, clf.intercept_
+    if coef.shape[0] == 1:  # binary: sklearn's one row is class 1 against class 0
+        coef = np.vstack([-coef[0] / 2, coef[0] / 2])
+        intercept = np.array([-intercept[0] / 2, intercept[0] / 2])
+    names = vec.get_feature_names_out()
+    weights = {
+        str(name): tuple(float(v) for v in coef[:, j])
+        for j, name in enumerate(names)
+        if np.any(np.abs(coef[:, j]) > 1e-6)
+    }
+    return weights, intercept
 
 
 __all__ = ["CLASSES", "IntentFit", "IntentModel", "features", "heuristic_intent", "train_intent"]
