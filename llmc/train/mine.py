@@ -26,6 +26,7 @@ import logging
 import os
 import random
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -134,9 +135,28 @@ def mine_project(
     max_chars: int = 2000,
 ) -> Mined:
     """The stripped corpus of ``root`` and its examples (query, positive, negatives)."""
-    from llmc.store.lexical import LexicalIndex
-
     spans, files = chunk_project(root)
+    passages, stored, candidates = _passages(spans, max_chars)
+    examples = _examples(name, passages, stored, candidates, rng, n_hard, n_random)
+    log.info(
+        "%s: %d files, %d spans, %d examples (%d code, %d doc)",
+        name,
+        files,
+        len(passages),
+        len(examples),
+        sum(e.kind == CODE_QUERY for e in examples),
+        sum(e.kind != CODE_QUERY for e in examples),
+    )
+    return Mined(name, passages, examples, files, len(passages))
+
+
+def _passages(
+    spans: Sequence[Span], max_chars: int
+) -> tuple[list[Passage], list[StoredSpan], list[tuple[str, str, int]]]:
+    """Each span as the cross-encoder sees it (docstrings stripped, a section without its
+    title), as BM25 indexes it, and the queries it gives (a docstring's first sentence for
+    code, a title, question or sentence for a doc section): ``(passages, stored,
+    candidates)``, each candidate ``(kind, query, passage id)``, a query once."""
     passages: list[Passage] = []
     stored: list[StoredSpan] = []
     candidates: list[tuple[str, str, int]] = []  # (kind, query, pid)
@@ -189,6 +209,17 @@ def mine_project(
         if kind and query.lower() not in seen_queries:
             seen_queries.add(query.lower())
             candidates.append((kind, query, pid))
+    return passages, stored, candidates
+
+
+def _examples(
+    name: str, passages: list[Passage], stored: list[StoredSpan],
+    candidates: list[tuple[str, str, int]], rng: random.Random, n_hard: int, n_random: int,
+) -> list[Example]:  # fmt: skip
+    """Each candidate query with its positive, ``n_hard`` BM25 negatives from the same
+    project (the passages a query would find that are not its answer) and ``n_random``
+    random ones; a query without one hard negative is dropped."""
+    from llmc.store.lexical import LexicalIndex
 
     examples: list[Example] = []
     with tempfile.TemporaryDirectory(prefix="llmc-train-bm25-") as tmp:
@@ -225,16 +256,7 @@ def mine_project(
                     tuple(round(h.score, 4) for h in found),
                 )
             )
-    log.info(
-        "%s: %d files, %d spans, %d examples (%d code, %d doc)",
-        name,
-        files,
-        len(passages),
-        len(examples),
-        sum(e.kind == CODE_QUERY for e in examples),
-        sum(e.kind != CODE_QUERY for e in examples),
-    )
-    return Mined(name, passages, examples, files, len(passages))
+    return examples
 
 
 def _substantial(code: str) -> bool:
