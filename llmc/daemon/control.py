@@ -217,7 +217,7 @@ class DaemonLink:
         return lock_held(self.root)
 
     def embed(self) -> bool:
-        from llmc.daemon.engine import VECTORS_REASON
+        from llmc.daemon.reindex import VECTORS_REASON
 
         if not self.running():
             return False

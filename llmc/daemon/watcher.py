@@ -278,7 +278,7 @@ class Watcher:
         self.last_batch = {
             "at": time.time(), "paths": total, "overflow": overflow, "sample": kept[:5],
         }  # fmt: skip
-        from llmc.daemon.engine import loggable  # a file name may hold a newline
+        from llmc.daemon.reindex import loggable  # a file name may hold a newline
 
         log.info(
             "watcher: %d changed paths%s (%s)",

@@ -16,7 +16,7 @@ from daemon_helpers import SEEN, git, make_git_repo, wait_for
 from waiting import HANG_S
 
 from llmc.config import Config, load_config
-from llmc.daemon.engine import LockedEmbedder, Reindexer
+from llmc.daemon.reindex import LockedEmbedder, Reindexer
 from llmc.daemon.watcher import PathFilter, Watcher, git_ignored
 from llmc.types import IndexSummary
 

@@ -9,7 +9,7 @@ from index_checks import assert_index_consistent
 from repo_fixtures import SAMPLE_FILES, make_repo
 
 from llmc.config import load_config
-from llmc.daemon.engine import LockedEmbedder
+from llmc.daemon.reindex import LockedEmbedder
 from llmc.index.indexer import Indexer
 from llmc.models.embedder import embedder_from_config
 from llmc.paths import db_path
