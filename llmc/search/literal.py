@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from llmc.search import fusion
-from llmc.search.query import lookup_name, pasted_messages
+from llmc.search.query import collapse, lookup_name, pasted_messages
 from llmc.search.router import is_test_path
 from llmc.search.trace import Trace
 from llmc.search.types import Candidate
@@ -33,7 +33,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MESSAGE_CANDIDATES = 64  # spans holding every term of a message, checked verbatim
 MESSAGE_LEADS = 3  # at most this many spans lead for the pasted messages
-_SPACES = re.compile(r"\s+")
 _SEAMS = re.compile(r"(?<=\S)([\"'])\s?\1(?=\s?\S)")  # "abc" "def": the quotes between
 
 
@@ -90,7 +89,7 @@ def _tests_last(ids: list[int], spans: Mapping[int, StoredSpan]) -> list[int]:
 def _flat(text: str) -> str:
     """Case, runs of whitespace and the seams of implicitly joined string literals aside
     (``"Working outside of application"`` / ``" context."`` over two lines)."""
-    return _SEAMS.sub("", _SPACES.sub(" ", text)).strip().casefold()
+    return _SEAMS.sub("", collapse(text)).strip().casefold()
 
 
 __all__ = ["lead", "message_spans"]
