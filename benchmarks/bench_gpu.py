@@ -1,11 +1,11 @@
 """On a CUDA machine: train the code embedder's grid, then time GPU inference (fp16).
 
 This is the script that ran on the lent H100 (benchmarks/README.md, "GPU"). It takes the
-mined data (``llmc train embedder --mine-only``, xz-compressed, under .gpu/data) and the base
+mined data (``python -m lab train embedder --mine-only``, xz-compressed, under .gpu/data) and the base
 model's tensors split in two files (a workspace that could carry at most 64 MiB: layers-a
 came in an earlier call to /tmp/llmc-base/, layers-b with this one; the word table is taken
 from the shipped reranker, which keeps the base's frozen table bit for bit). On a machine
-with llmc installed, ``llmc train embedder --data DIR --out DIR`` does the training part.
+with llmc installed, ``python -m lab train embedder --data DIR --out DIR`` does the training part.
 
     python3 benchmarks/bench_gpu.py OUT [GRID]
 
@@ -55,7 +55,8 @@ sys.path.insert(0, os.getcwd())
 import logging
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-from llmc.train.embedder import FitOptions, parse_grid as _grid, run
+from lab.train.embedder import FitOptions, run
+from lab.train.embedder import parse_grid as _grid
 
 t0 = time.perf_counter()
 report = run(data, base, OUT / "train", _grid(GRID, FitOptions()))

@@ -3,7 +3,7 @@
     HF_HUB_OFFLINE=1 python benchmarks/bench_ranker.py [--project attrs] [--queries 60]
 
 Runs the protocol's docstring queries of one validation project (its stripped corpus must
-be indexed: `llmc eval --protocol --split validation` does that) through llmc's Searcher,
+be indexed: `python -m lab protocol --split validation` does that) through llmc's Searcher,
 warm, alternating ``search.ranker = learned`` and ``fusion`` query by query so both see the
 same machine load. Prints per-query p50/p95 of the ranking stage (``features`` + ``ranker``
 timings for learned, ``fusion`` for fusion), of the whole query (``took_ms``), the pool size,
@@ -19,6 +19,10 @@ import platform
 import re
 import statistics
 import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the lab runs from a checkout
 
 
 def percentile(xs: list[float], q: float) -> float:
@@ -46,10 +50,10 @@ def machine() -> str:
 
 
 def main() -> None:
+    from lab.protocol.docstring import docstring_queries
+    from lab.protocol.splits import select_projects
     from llmc import corpora
     from llmc.config import load_config
-    from llmc.eval.protocol.docstring import docstring_queries
-    from llmc.eval.protocol.splits import select_projects
     from llmc.search import Searcher
 
     ap = argparse.ArgumentParser()

@@ -3,8 +3,8 @@ from code (``strip_docstrings``), a docstring's or section's first sentence with
 reST/Markdown markup removed, and the filters that keep a query (length, openings) and the
 files that may give one (not tests, changelogs, licences).
 
-Shared by training (``llmc/train/mine.py`` mines queries with them) and evaluation (the
-protocol's docstring task and stripped corpus, ``llmc/eval/protocol/``), so neither has to
+Shared by training (``llmc/learn/mine.py`` mines queries with them) and evaluation (the
+protocol's docstring task and stripped corpus, ``lab/protocol/``), so neither has to
 import the other for them.
 """
 

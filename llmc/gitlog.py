@@ -4,7 +4,7 @@ stand for a real change (merges, reverts, version bumps, formatting-only commits
 and lock files). Only git and the text of its log: no index, no model.
 
 Shared by ``llmc/learn/gitmine.py`` (a query set mined from the repository's own history)
-and ``llmc/eval/protocol/commits.py`` (the protocol's commits task), so evaluation need not
+and ``lab/protocol/commits.py`` (the protocol's commits task), so evaluation need not
 import the learning package for them.
 """
 

@@ -1,7 +1,7 @@
-"""docs/architecture.md's module list matches the tree under llmc/.
+"""docs/architecture.md's module list matches the trees under llmc/ and lab/.
 
-Every ``.py`` module under ``llmc/`` (``__init__.py`` and ``__main__.py`` aside) must have
-a row in the page's "Modules" section, and every ``llmc/....py`` path the page names, in
+Every ``.py`` module under ``llmc/`` or ``lab/`` (``__init__.py`` and ``__main__.py`` aside) must have
+a row in the page's "Modules" section, and every ``llmc/....py`` or ``lab/....py`` path the page names, in
 that section or elsewhere, must exist. A module added, split out, moved or deleted without
 the map following fails here, naming the paths.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
 EXEMPT = {"__init__.py", "__main__.py"}
-MODULE_PATH = re.compile(r"`(llmc/[\w/]+\.py)`")
+MODULE_PATH = re.compile(r"`((?:llmc|lab)/[\w/]+\.py)`")
 
 
 def _modules_section(text: str) -> str:
@@ -27,7 +27,8 @@ def _modules_section(text: str) -> str:
 def _tree() -> set[str]:
     return {
         path.relative_to(ROOT).as_posix()
-        for path in (ROOT / "llmc").rglob("*.py")
+        for tower in ("llmc", "lab")
+        for path in (ROOT / tower).rglob("*.py")
         if path.name not in EXEMPT and "__pycache__" not in path.parts
     }
 
@@ -52,4 +53,5 @@ def test_the_pattern_reads_the_list() -> None:
     listed = set(MODULE_PATH.findall(_modules_section(DOC.read_text(encoding="utf-8"))))
     assert "llmc/config.py" in listed
     assert "llmc/search/pipeline.py" in listed
+    assert "lab/protocol/run.py" in listed
     assert len(listed) >= len(_tree()) // 2

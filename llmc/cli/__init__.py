@@ -3,7 +3,7 @@ hands the result to ``render``. Only this package imports click and rich.
 
 - ``options``: the group that makes an LlmcError one line and its exit code, shared options;
 - ``index``: index, status, config;       ``search``: search;       ``graph``: graph *;
-- ``daemon``: daemon *, hooks *, mcp;     ``learn``: eval, label, tune, train *;
+- ``daemon``: daemon *, hooks *, mcp;     ``learn``: eval, label, tune;
 - ``doctor``: doctor;                     ``render``: everything printed;
 - ``workspace``: workspace * (and what search --workspace prints).
 

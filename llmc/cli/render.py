@@ -17,7 +17,6 @@ import click
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from llmc.eval.protocol.run import ProtocolReport
     from llmc.eval.runner import EvalReport
     from llmc.hooks import HookState
     from llmc.index.status import IndexStatus
@@ -354,24 +353,6 @@ def print_eval(report: EvalReport, compared: bool) -> None:
         con.print(f"skipped variant {name}: its stage is not in this build", markup=False)
     if report.warnings:
         con.print(f"{len(report.warnings)} judgments do not fit the repo (-v shows them)")
-
-
-def print_protocol(report: ProtocolReport) -> None:
-    from rich import box
-    from rich.table import Table
-
-    from llmc.eval.protocol.report import tables
-
-    con = console()
-    for title, header, rows in tables(report):
-        table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")
-        for i, column in enumerate(header):
-            table.add_column(column, no_wrap=i == 0)
-        for row in rows:
-            table.add_row(*row)
-        con.print(table)
-    for name in report.skipped_systems:
-        con.print(f"skipped system {name}: its stage is not in this build", markup=False)
 
 
 def print_hooks(states: list[HookState], as_json: bool) -> None:

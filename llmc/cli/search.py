@@ -54,7 +54,7 @@ def _second_stage_overrides(
 def _log_query(root: Path, cfg: Config, response: dict[str, Any]) -> None:
     """Append one answered query to .llmc/queries.jsonl when learn.log_queries is on."""
     if cfg.learn.log_queries:
-        from llmc.learn.querylog import log_search
+        from llmc.feedback import log_search
 
         log_search(root, response, cfg.learn.query_log_max)
 
@@ -98,7 +98,7 @@ def _search_one(root: Path, cfg: Config, query: str, ask: dict[str, Any], as_jso
     """One query: a running daemon answers warm, else this process searches."""
     answer = _ask_daemon(root, cfg, query, ask, as_json)
     if answer is not None:
-        _log_query(root, cfg, answer)  # learn.log_queries (llmc/learn/querylog.py)
+        _log_query(root, cfg, answer)  # learn.log_queries (llmc/feedback.py)
         return _print_answer(answer, as_json, ask["explain"])
     from llmc.search import Searcher
 

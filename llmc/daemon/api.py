@@ -318,7 +318,7 @@ def graph_stats(ctx: Context, p: dict) -> dict:
 def feedback(ctx: Context, p: dict) -> dict:
     """Thumbs up/down (or a 0-3 grade) on one result, into .llmc/judgments.jsonl (llmc/learn)."""
     check_known(p, ("query", "path", "start_line", "end_line", "vote", "grade", "client", "symbol"))
-    from llmc.learn.judgments import record_feedback
+    from llmc.feedback import record_feedback
 
     path = _paths(p, "path")
     if not path or len(path) != 1:

@@ -3,7 +3,7 @@
 Pairs (``repo_groups``), each a query with its positive passage first, then negatives:
 
 - docstring -> code and heading -> section, mined from the repository by
-  ``llmc.train.mine`` (the docstring is cut from the code it describes, the title from
+  ``llmc.learn.mine`` (the docstring is cut from the code it describes, the title from
   its section; negatives are the best BM25 hits that are not the positive);
 - judged queries of the *training* split (labels, mined commits -> the spans they
   touched): positives are the judged spans graded 2 or 3, negatives the untuned search's
@@ -12,7 +12,7 @@ Pairs (``repo_groups``), each a query with its positive passage first, then nega
 Training (``finetune_reranker``) starts from the reranker llmc ships (the packaged MiniLM
 when an install lacks it) and runs a short
 schedule (``steps`` batches of about ``batch_size`` pairs, linear warmup and decay,
-BCE + listwise loss, as ``llmc.train.reranker``), on CUDA when there is one, else CPU.
+BCE + listwise loss, as ``lab.train.reranker``), on CUDA when there is one, else CPU.
 `llmc tune` then reranks the held-out queries with the shipped and the fine-tuned model
 and keeps the fine-tuned one (``rerank.model``, used whenever ``search.rerank`` is on)
 only when its held-out nDCG@10 is higher.
@@ -49,10 +49,10 @@ def repo_groups(
 ) -> tuple[list[tuple[str, tuple[str, ...]]], dict[str, int]]:
     """(groups, how many of each kind): see the module docstring."""
     from llmc.eval.metrics import matches
+    from llmc.learn.mine import mine_project
     from llmc.paths import db_path
     from llmc.search import Searcher
     from llmc.store.db import Store
-    from llmc.train.mine import mine_project
 
     rng = random.Random(seed)
     mined = mine_project("repo", root, rng, n_hard=2, n_random=1)
@@ -115,9 +115,9 @@ def finetune_reranker(
     from sentence_transformers import CrossEncoder
 
     from llmc.errors import LearnError, ModelError
+    from llmc.learn.reranker_fit import batches, group_loss, save_fp16
     from llmc.models.device import pick_device
     from llmc.models.reranker import resolve_model
-    from llmc.train.reranker_fit import batches, group_loss, save_fp16
 
     if not groups:
         raise LearnError("no training pairs for the reranker (no docstrings, headings or labels)")

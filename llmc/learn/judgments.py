@@ -23,117 +23,27 @@ import json
 import logging
 import os
 import statistics
-import time
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path, PurePosixPath
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from llmc.errors import LearnError
 from llmc.eval.queries import write_eval_queries
+from llmc.feedback import (  # the runtime writes them; re-exported for learn and its tests
+    GRADES,
+    RUBRIC,
+    TAGS,
+    Label,
+    append_labels,
+    check_label,
+    feedback_label,
+    judgments_path,
+    query_key,
+    record_feedback,
+    tag_of,
+)
 
 log = logging.getLogger(__name__)
-
-JUDGMENTS_NAME = "judgments.jsonl"
-GRADES = (0, 1, 2, 3)
-RUBRIC = {
-    3: "the direct answer or the implementation",
-    2: "partial: a usage example, a caller, a related part",
-    1: "mentions the terms but is off target",
-    0: "unrelated",
-}
-TAGS = ("code", "doc")
-SOURCES = ("label", "suggest", "log", "feedback")
-VOTES = {"up": 2, "down": 0}
-FEEDBACK_LABELER = "feedback"
-
-
-def query_key(query: str) -> str:
-    """How labels of one query are grouped: whitespace collapsed, case folded."""
-    return " ".join(query.split()).casefold()
-
-
-@dataclass(frozen=True)
-class Label:
-    query: str
-    path: str
-    start_line: int
-    end_line: int
-    grade: int
-    tag: str
-    labeler: str
-    source: str = "label"
-    symbol: str = ""
-    ts: float = 0.0
-
-    @property
-    def item(self) -> tuple[str, str, int, int]:
-        """What two labelers must both have graded to be compared (kappa)."""
-        return (query_key(self.query), self.path, self.start_line, self.end_line)
-
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        if not self.symbol:
-            del out["symbol"]
-        return out
-
-
-def tag_of(path: str, category: str = "") -> str:
-    """``code`` or ``doc`` for a result: its index category, else its file type."""
-    if category in TAGS:
-        return category
-    from llmc.languages import detect_language
-
-    return "doc" if detect_language(path)[1] == "doc" else "code"
-
-
-def check_label(label: Label) -> list[str]:
-    """What is wrong with a label (empty when it is fine)."""
-    errors = []
-    if not label.query.strip():
-        errors.append("query must be a non-empty string")
-    pure = PurePosixPath(label.path)
-    if not label.path or "\\" in label.path or pure.is_absolute() or ".." in pure.parts:
-        errors.append(f"path must be relative to the repository root, got {label.path!r}")
-    if label.grade not in GRADES:
-        errors.append(f"grade must be 0, 1, 2 or 3, got {label.grade!r}")
-    if label.tag not in TAGS:
-        errors.append(f"tag must be code or doc, got {label.tag!r}")
-    if not (1 <= label.start_line <= label.end_line):
-        errors.append(f"lines must be 1 <= start <= end, got {label.start_line}-{label.end_line}")
-    if label.source not in SOURCES:
-        errors.append(f"source must be one of {', '.join(SOURCES)}, got {label.source!r}")
-    if not label.labeler.strip():
-        errors.append("labeler must be a non-empty string")
-    return errors
-
-
-def judgments_path(root: Path) -> Path:
-    from llmc.paths import state_dir
-
-    return state_dir(root) / JUDGMENTS_NAME
-
-
-def append_labels(root: Path, labels: Iterable[Label]) -> int:
-    """Append ``labels`` (checked) to the judgments file, flushed to disk; how many."""
-    from llmc.paths import ensure_state_dir
-
-    labels = list(labels)
-    for label in labels:
-        errors = check_label(label)
-        if errors:
-            raise LearnError(f"bad label for {label.path}: {'; '.join(errors)}")
-    if not labels:
-        return 0
-    ensure_state_dir(root)
-    lines = "".join(json.dumps(lb.to_json(), ensure_ascii=False) + "\n" for lb in labels)
-    # One write of whole lines in append mode: a crash leaves at most a torn last line,
-    # which load_labels skips.
-    with open(judgments_path(root), "a", encoding="utf-8") as f:
-        f.write(lines)
-        f.flush()
-        os.fsync(f.fileno())
-    return len(labels)
 
 
 def parse_label(raw: Any) -> Label:
@@ -195,49 +105,6 @@ def latest(labels: Sequence[Label]) -> list[Label]:
 
 def labeled_items(labels: Sequence[Label], labeler: str | None = None) -> set[tuple]:
     return {lb.item for lb in labels if labeler is None or lb.labeler == labeler}
-
-
-def feedback_label(
-    query: str,
-    path: str,
-    start_line: int,
-    end_line: int,
-    vote: str | None = None,
-    grade: int | None = None,
-    client: str = "",
-    symbol: str = "",
-) -> Label:
-    """A thumbs up (grade 2) / down (grade 0), or an explicit grade, from a client."""
-    if (vote is None) == (grade is None):
-        raise LearnError("give either vote (up or down) or grade (0-3)")
-    if vote is not None:
-        if vote not in VOTES:
-            raise LearnError(f"vote must be up or down, got {vote!r}")
-        grade = VOTES[vote]
-    labeler = f"{FEEDBACK_LABELER}:{client}" if client else FEEDBACK_LABELER
-    label = Label(
-        query=query,
-        path=path,
-        start_line=start_line,
-        end_line=end_line,
-        grade=int(grade),  # type: ignore[arg-type]
-        tag=tag_of(path),
-        labeler=labeler,
-        source="feedback",
-        symbol=symbol,
-        ts=time.time(),
-    )
-    errors = check_label(label)
-    if errors:
-        raise LearnError("; ".join(errors))
-    return label
-
-
-def record_feedback(root: Path, **kwargs: Any) -> dict[str, Any]:
-    """Store one feedback label (see ``feedback_label``); the daemon's ``feedback``."""
-    label = feedback_label(**kwargs)
-    append_labels(root, [label])
-    return {"ok": True, "label": label.to_json()}
 
 
 def _intent(relevant: Sequence[tuple[int, str]]) -> str:

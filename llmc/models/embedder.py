@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "default"
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
-# all-MiniLM-L6-v2 fine-tuned by llmc for code search (``llmc train embedder``), shipped as
+# all-MiniLM-L6-v2 fine-tuned by llmc for code search (``python -m lab train embedder``), shipped as
 # layers over the packaged base (llmc.models.shipped); TRAINING.json says how and what it won.
 CODE_MODEL = "code"
 CODE_MODEL_ID = "llmc/minilm-l6-code"

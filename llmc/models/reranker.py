@@ -1,7 +1,7 @@
 """Cross-encoder reranker: one relevance score per (query, span text) pair.
 
 The default model ("default") is the reranker llmc trains and ships in
-``llmc/models/reranker/`` (MiniLM-L6, trained by ``llmc train reranker``; ``TRAINING.json``
+``llmc/models/reranker/`` (MiniLM-L6, trained by ``python -m lab train reranker``; ``TRAINING.json``
 there records how), so it resolves offline. It ships as fp16 layers over the packaged base
 model and is made whole once, on first use (``llmc.models.shipped``). Any sentence-transformers
 CrossEncoder on the Hugging Face hub or a local directory can be configured instead
@@ -63,7 +63,7 @@ def resolve_model(name: str) -> tuple[str, str]:
         if not (SHIPPED_DIR / WEIGHTS).is_file():
             raise ModelError(
                 f"the shipped reranker weights are missing ({SHIPPED_DIR / WEIGHTS}); "
-                "reinstall llmc or retrain with `llmc train reranker`"
+                "reinstall llmc or retrain with `python -m lab train reranker`"
             )
         from llmc.models.shipped import materialize
 

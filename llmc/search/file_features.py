@@ -7,7 +7,7 @@ whole-file BM25 list, the plain BM25 + dense RRF order of the same retrieval
 Candidates are the first ``CANDIDATES`` files of the fused order ``files.group_by_file``
 gives without the ranker (span list by best span, fused with the whole-file list), so the
 learned order only reorders what the plain order holds. Pure functions: the training code
-(``llmc.train.file_ranker``) builds its rows with these very functions, so a model never
+(``lab.train.file_ranker``) builds its rows with these very functions, so a model never
 sees features computed another way at query time.
 """
 

@@ -3,7 +3,7 @@ daemon's and the MCP tool's ``group: "file"``) reorder the first ``CANDIDATES`` 
 the plain fused order by the shipped model's score (``search.file_ranker = "learned"``).
 
 The model is LightGBM lambdarank trees over ``file_features.FILE_FEATURES``, trained by
-``llmc.train.file_ranker`` on the train projects' histories only (commit subjects and
+``lab.train.file_ranker`` on the train projects' histories only (commit subjects and
 long reports → the files their change touched) and shipped as ``learned.FORMAT`` JSON; the
 trees are walked with numpy (``learned.RankerModel``), nothing here imports lightgbm or
 training code. Chosen on validation projects: docs/reports/2026-11-27-file-ranker-validation.md.
@@ -31,7 +31,7 @@ def load_file_model(path: Path | None = None) -> RankerModel:
     """The file ranker's model (default: the shipped one), loaded once per file version;
     ModelError when it is missing, unreadable or over features this llmc lacks."""
     return load_trees(path or DEFAULT_MODEL, FILE_FEATURES, "file ranker model",
-                      "llmc train file-ranker")  # fmt: skip
+                      "python -m lab train file-ranker")  # fmt: skip
 
 
 def configured_model(choice: str) -> RankerModel | None:

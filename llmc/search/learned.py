@@ -1,6 +1,6 @@
 """The learned ranker at query time: load the shipped model, score the candidate pool.
 
-`llmc train ranker` (``llmc.train.ranker``) fits LightGBM lambdarank trees over the
+`python -m lab train ranker` (``lab.train.ranker``) fits LightGBM lambdarank trees over the
 features of ``features.py`` and dumps them to a small JSON file (``FORMAT``): feature names
 and, per tree, the split feature, threshold, children and node values. Importing lightgbm
 costs ~2.6 s (it pulls in scikit-learn and pandas), so this module evaluates the trees
@@ -131,7 +131,7 @@ class RankerModel:
 def model_from_json(
     data: Mapping[str, Any], path: str = "", known: Sequence[str] = FEATURES
 ) -> RankerModel:
-    """A ``RankerModel`` from its JSON form (see ``llmc.train.ranker.dump_model``) over the
+    """A ``RankerModel`` from its JSON form (see ``lab.train.ranker.dump_model``) over the
     feature columns ``known`` (the span ranker's ``FEATURES``, or the file ranker's)."""
     import numpy as np
 
@@ -259,7 +259,9 @@ def resolve_model_path(name: str) -> Path:
 def load_model(name: str = "default") -> RankerModel:
     """The ranker model ``name`` (``default``: the shipped one; else a path), loaded once
     per file version. ModelError when it is missing, unreadable or for other features."""
-    return load_trees(resolve_model_path(name), FEATURES, "ranker model", "llmc train ranker")
+    return load_trees(
+        resolve_model_path(name), FEATURES, "ranker model", "python -m lab train ranker"
+    )
 
 
 def load_trees(path: Path, known: Sequence[str], what: str, retrain: str) -> RankerModel:

@@ -13,7 +13,7 @@ query is about, both read from what the query already computed:
 The query is a **weak match** when no content word is in the index and nothing is close
 in meaning, or when few words are and nothing is close. The thresholds were chosen on
 the validation projects' real queries (none flagged may be wrong; a real question rarely
-is) against gibberish and everyday questions: ``tools/match_signal.py``,
+is) against gibberish and everyday questions: ``lab/tools/match_signal.py``,
 docs/reports/2026-11-29-lookup-message-match.md.
 """
 

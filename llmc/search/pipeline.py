@@ -399,7 +399,7 @@ class Searcher:
 
     def candidate_pool(self, query: str, route: str | None = None) -> Pool:
         """The learned ranker's input for ``query``: every candidate with its features
-        (`llmc train ranker` mines these)."""
+        (`python -m lab train ranker` mines these)."""
         parts = read_query(query, self.cfg.search.max_query_chars)
         text = parts.text
         trace = Trace()

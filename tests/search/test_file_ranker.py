@@ -81,7 +81,7 @@ def test_the_shipped_model_loads_over_these_features() -> None:
     assert model.features == FILE_FEATURES and model.trees > 10
     assert model.report["train"]["queries"] > 500
     # trained on train projects' histories only
-    from llmc.eval.protocol.splits import protocol_projects
+    from lab.protocol.splits import protocol_projects
 
     held_out = {p.name for p in protocol_projects() if p.split in ("validation", "test")}
     assert not set(model.report["train"]["projects"]) & held_out
@@ -122,9 +122,9 @@ def test_group_by_file_takes_the_ranker_order_and_scores() -> None:
 
 
 def test_the_dumped_trees_predict_as_lightgbm_does() -> None:
+    from lab.train.file_ranker import FileQuery, fit
+    from lab.train.ranker_dump import check_dump, dump_model
     from llmc.search.learned import model_from_json
-    from llmc.train.file_ranker import FileQuery, fit
-    from llmc.train.ranker_dump import check_dump, dump_model
 
     rng = np.random.default_rng(0)
     queries = []
@@ -172,7 +172,7 @@ def test_a_model_over_unknown_features_is_refused_with_the_command_to_run(tmp_pa
     shipped["features"] = [*FILE_FEATURES[:-1], "file:from_the_future"]
     path = tmp_path / "model.json"
     path.write_text(json.dumps(shipped), encoding="utf-8")
-    with pytest.raises(ModelError, match="llmc train file-ranker"):
+    with pytest.raises(ModelError, match="python -m lab train file-ranker"):
         load_file_model(path)
     with pytest.raises(ModelError, match="not found"):
         load_file_model(tmp_path / "none.json")
@@ -194,7 +194,7 @@ def test_a_missing_model_leaves_the_fused_order_with_a_warning(
 
 
 def test_training_rows_are_the_query_time_rows_and_scores_by_hand() -> None:
-    from llmc.train.file_ranker import query_rows, scores
+    from lab.train.file_ranker import query_rows, scores
 
     class Fake:
         cfg = SimpleNamespace(search=SimpleNamespace(file_bm25_weight=0.2))

@@ -74,7 +74,7 @@ def test_dev_zero_a_fifo_and_malformed_json_are_one_line(tmp_path):
     bad.write_text('{"format": "llmc-ranker-v1", "trees": [')
     for path, said in ((Path("/dev/zero"), "regular file"), (fifo, "regular file"), (bad, "JSON")):
         with pytest.raises(ModelError, match=said):
-            load_trees(path, SHIPPED["features"], "ranker model", "llmc train ranker")
+            load_trees(path, SHIPPED["features"], "ranker model", "python -m lab train ranker")
 
 
 def test_a_cyclic_ranker_model_answers_with_one_warning_not_a_hang(tmp_path):
@@ -143,7 +143,7 @@ def test_a_small_file_that_asks_for_large_arrays_is_refused(tmp_path):
     path.write_text(json.dumps(data))
     assert path.stat().st_size < 200_000
     with pytest.raises(ModelError, match="too big"):
-        load_trees(path, SHIPPED["features"], "ranker model", "llmc train ranker")
+        load_trees(path, SHIPPED["features"], "ranker model", "python -m lab train ranker")
 
 
 @pytest.mark.parametrize("bad", ["NaN", "Infinity", "-Infinity"])
@@ -153,7 +153,7 @@ def test_a_value_or_threshold_that_is_not_finite_is_refused(tmp_path, bad):
         path = tmp_path / f"{column}.json"
         path.write_text(text.replace("0.125", bad, 1))
         with pytest.raises(ModelError, match="not a finite number"):
-            load_trees(path, SHIPPED["features"], "ranker model", "llmc train ranker")
+            load_trees(path, SHIPPED["features"], "ranker model", "python -m lab train ranker")
 
 
 def _tuned_dir(tmp_path: Path, params: dict, intent: str | None = None) -> Path:
