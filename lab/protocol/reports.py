@@ -125,13 +125,11 @@ def write_report_projects(rows: Sequence[dict[str, Any]], path: Path | None = No
 
 # -- running -------------------------------------------------------------------------------
 def rank_files(searcher: Any, query: str, system: str, k: int = 10) -> list[str]:
-    """The files ``system`` answers ``query`` with, best first (at most ``k``)."""
-    from llmc.search.files import group_by_file, whole_file_args
-
+    """The files ``system`` answers ``query`` with, best first (at most ``k``): the product's
+    own file answer (``Searcher.answer``, as `llmc search --files`), or whole-file BM25's."""
     if system == BM25_FILE:
         return [r.path for r in searcher.search(query, k=k).results]
-    results = searcher.search(query, k=SPANS).results
-    return [h.path for h in group_by_file(results, k, **whole_file_args(searcher, query))]
+    return [h.path for h in searcher.answer(query, k=k, group="file", spans=SPANS).files]
 
 
 def run_project(
@@ -148,7 +146,6 @@ def run_project(
     from llmc.config import load_config
     from llmc.eval.runner import ensure_index, variant_config
     from llmc.search import Searcher
-    from llmc.search.files import group_by_file, whole_file_args
 
     queries = load_report_queries(name, max_queries)
     if not queries:
@@ -168,16 +165,11 @@ def run_project(
             for q in queries:
                 if system == BM25_FILE:
                     ranked = rank_files(searcher, q.query, system)
-                else:
-                    spans = [r.path for r in searcher.search(q.query, k=SPANS).results]
+                else:  # the product's file answer, as `llmc search --files` gives it
+                    found = searcher.answer(q.query, k=10, group="file", spans=SPANS)
                     if spans_out is not None:
-                        spans_out.setdefault(system, []).append(spans)
-                    ranked = [
-                        h.path
-                        for h in group_by_file(
-                            [_P(p) for p in spans], 10, **whole_file_args(searcher, q.query)
-                        )
-                    ]
+                        spans_out.setdefault(system, []).append([r.path for r in found.results])
+                    ranked = [h.path for h in found.files]
                 answer = [j.path for j in q.relevant]
                 rows.append({"id": q.id, "files": ranked, "answer": answer,
                              **_as_dict(file_scores(ranked, answer))})  # fmt: skip
@@ -191,9 +183,11 @@ def run_project(
 
 
 class GroupedFileSearcher(FileLevelSearcher):
-    """A searcher whose results are files, grouped as ``--files`` groups them: it asks
-    ``inner`` for ``spans`` spans and returns each of the ``k`` best files' best span
-    (``bm25-file``'s whole files come through in their own order)."""
+    """A searcher whose results are files: the product's file answer (``Searcher.answer``
+    with ``group="file"``, as `llmc search --files` gives it, over ``spans`` spans), each
+    of the ``k`` best files as its best span (a file only whole-file BM25 found comes as the
+    whole file). A baseline without that answer (grep, whole-file BM25) has its span list
+    grouped the same way."""
 
     def __init__(self, inner: Any, spans: int = SPANS):
         super().__init__(inner, spans)
@@ -203,11 +197,16 @@ class GroupedFileSearcher(FileLevelSearcher):
 
         from llmc.search.files import group_by_file, whole_file_args
 
-        response = self.inner.search(query, k=max(self.spans, k or 10))
-        hits = group_by_file(response.results, k or 10, **whole_file_args(self.inner, query))
+        want = k or 10
+        if callable(getattr(self.inner, "answer", None)):
+            found = self.inner.answer(query, k=want, group="file", spans=self.spans)
+            hits, route = found.files, found.response.route
+        else:
+            response = self.inner.search(query, k=max(self.spans, want))
+            hits = group_by_file(response.results, want, **whole_file_args(self.inner, query))
+            route = getattr(response, "route", None)
         return SimpleNamespace(
-            results=[h.spans[0] if h.spans else _whole(h.path) for h in hits],
-            route=getattr(response, "route", None),
+            results=[h.spans[0] if h.spans else _whole(h.path) for h in hits], route=route
         )
 
 
@@ -217,13 +216,6 @@ def _whole(path: str) -> Any:
 
     return SimpleNamespace(path=path, start_line=1, end_line=1, score=0.0, lang=None,
                            category=None)  # fmt: skip
-
-
-class _P:
-    __slots__ = ("path",)
-
-    def __init__(self, path: str):
-        self.path = path
 
 
 def _as_dict(s: Any) -> dict[str, float]:

@@ -95,36 +95,26 @@ def _print_answer(answer: dict[str, Any], as_json: bool, explain: bool, con: Any
 
 
 def _search_one(root: Path, cfg: Config, query: str, ask: dict[str, Any], as_json: bool) -> None:
-    """One query: a running daemon answers warm, else this process searches."""
+    """One query: a running daemon answers warm, else this process searches; either way
+    the answer comes from ``Searcher.answer`` (llmc/search/answer.py) and prints the same."""
     answer = _ask_daemon(root, cfg, query, ask, as_json)
-    if answer is not None:
-        _log_query(root, cfg, answer)  # learn.log_queries (llmc/feedback.py)
-        return _print_answer(answer, as_json, ask["explain"])
-    from llmc.search import Searcher
+    if answer is None:
+        from llmc.search import Searcher
 
-    with Searcher(root, cfg) as searcher:
-        response = _with_staleness(_local_search(searcher, cfg, query, ask), _stale(searcher))
-    if isinstance(response, dict):  # --files
-        return _print_answer(response, as_json, ask["explain"])
-    _log_query(root, cfg, response.to_json())
-    if as_json:
-        render.print_json(response.to_json())
-    else:
-        render.print_search(render.console(), response, ask["explain"])
+        with Searcher(root, cfg) as searcher:
+            found = searcher.answer(query, **ask)  # opens the index, which _stale reads
+            answer = _as_printed(found, _stale(searcher), as_json)
+    _log_query(root, cfg, answer)  # learn.log_queries (llmc/feedback.py)
+    _print_answer(answer, as_json, ask["explain"])
 
 
-def _local_search(searcher: Any, cfg: Config, query: str, ask: dict[str, Any]) -> Any:
-    """This process's answer: a SearchResponse, or with ``group: file`` the file-level
-    JSON object (llmc/search/files.py), as the daemon gives it."""
-    if ask.get("group") != "file":
-        return searcher.search(query, **ask)
-    from llmc.search.files import FILE_SPANS, files_json, whole_file_args
-
-    want = ask["k"] or cfg.search.k
-    spans = {**ask, "k": max(FILE_SPANS, want)}
-    spans.pop("group")
-    response = searcher.search(query, **spans).to_json()
-    return files_json(response, want, **whole_file_args(searcher, query))
+def _as_printed(found: Any, stale: str | None, as_json: bool) -> dict[str, Any]:
+    """This process's answer (an ``Answer``) as a daemon gives it (the JSON object,
+    ``extras`` for a human display), with the warning that files changed since the index
+    when they did (no daemon keeps it fresh here)."""
+    if stale is not None:
+        found = found.with_warning(stale)
+    return found.to_json(extras=not as_json)
 
 
 def _stale(searcher: Any) -> str | None:
@@ -134,16 +124,6 @@ def _stale(searcher: Any) -> str | None:
 
     found = staleness(searcher.root, searcher.sources.store.files())
     return found.warning() if found else None
-
-
-def _with_staleness(response: Any, warning: str | None) -> Any:
-    if warning is None:
-        return response
-    if isinstance(response, dict):
-        return {**response, "warnings": [*response.get("warnings", []), warning]}
-    import dataclasses
-
-    return dataclasses.replace(response, warnings=(*response.warnings, warning))
 
 
 def _search_batch(root: Path, cfg: Config, ask: dict[str, Any], as_json: bool) -> int:
@@ -175,24 +155,16 @@ def _search_batch(root: Path, cfg: Config, ask: dict[str, Any], as_json: bool) -
                         searcher = stack.enter_context(Searcher(root, cfg))
                         searcher.warm()
                         stale = _stale(searcher)  # once: the batch reads one index
-                    response = _with_staleness(_local_search(searcher, cfg, q, ask), stale)
-                    if isinstance(response, dict):  # --files: printed like a daemon's
-                        answer = response
+                    answer = _as_printed(searcher.answer(q, **ask), stale, as_json)
             except IndexMissingError:
                 raise
             except LlmcError as e:
                 failed += 1
                 render.print_search_error(q, e, as_json)
                 continue
-            if answer is not None:
-                if not as_json:
-                    con.print(f"» {answer['query']}", markup=False, style="bold")
-                _print_answer(answer, as_json, ask["explain"], con)
-            elif as_json:
-                render.print_json(response.to_json())
-            else:
-                con.print(f"» {response.query}", markup=False, style="bold")
-                render.print_search(con, response, ask["explain"])
+            if not as_json:
+                con.print(f"» {answer['query']}", markup=False, style="bold")
+            _print_answer(answer, as_json, ask["explain"], con)
     return failed
 
 

@@ -183,36 +183,17 @@ def search(ctx: Context, p: dict) -> dict:
             raise bad("group 'file' is not available with workspace")
         return _search_workspace(ctx, p, workspace, query, route)
     k = _int(p, "k", 1, 1000)
-    try:
-        if by_file:  # a deep span list, grouped into k files (llmc/search/files.py)
-            from llmc.search.files import FILE_SPANS, files_json, whole_file_args
-
-            want = k or _default_k(ctx)
-            out = ctx.engine.search(
-                query, k=max(FILE_SPANS, want), route=route, explain=_bool(p, "explain"),
-                config=_config(p), extras=_bool(p, "extras"),
-            )  # fmt: skip
-            searcher = ctx.engine.searcher(_config(p))
-            return files_json(out, want, **whole_file_args(searcher, query))
+    try:  # one answer path (llmc/search/answer.py); `group: file` as `llmc search --files`
         return ctx.engine.search(
-            query,
-            k=k,
-            route=route,
-            explain=_bool(p, "explain"),
-            config=_config(p),
-            extras=_bool(p, "extras"),
-        )
+            query, k=k, route=route, explain=_bool(p, "explain"), config=_config(p),
+            extras=_bool(p, "extras"), group="file" if by_file else "span",
+        )  # fmt: skip
     except IndexMissingError as e:
         raise ApiError(503, "index_missing", str(e)) from e
     except ConfigMismatch as e:  # version skew: the client falls back to in-process work
         raise ApiError(409, "config_mismatch", str(e)) from e
     except RequestConfigError as e:  # a daemon setting, or a value out of bounds
         raise ApiError(400, "config_refused" if e.refused else "bad_request", str(e)) from e
-
-
-def _default_k(ctx: Context) -> int:
-    cfg = getattr(ctx.engine, "cfg", None)
-    return int(getattr(getattr(cfg, "search", None), "k", 10) or 10)
 
 
 def _search_workspace(ctx: Context, p: dict, name: str, query: str, route: str | None) -> dict:

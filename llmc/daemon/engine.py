@@ -142,33 +142,16 @@ class Engine:
         explain: bool = False,
         config: dict[str, Any] | None = None,
         extras: bool = False,
+        group: str = "span",
     ) -> dict[str, Any]:
-        """The `llmc search --json` object; results of files deleted since are dropped.
-
-        ``extras`` adds what a human display needs beyond the JSON: ``highlight_terms``
-        and, per result, ``span_id``, ``qualname``, ``category``, ``snippet_start_line``.
-        """
+        """The `llmc search --json` object, ``Searcher.answer``'s (search/answer.py: results
+        of deleted files dropped; ``group="file"``: the file answer). ``extras`` adds what a
+        human display needs (``Answer.to_json``). Mid-run, the one daemon-only warning."""
         searcher = self.searcher(config)
         with self.model_lock:
-            response = searcher.search(query, k=k, route=route, explain=explain)
-        out = response.to_json()
-        if extras:
-            out["highlight_terms"] = list(response.highlight_terms)
-            for r, res in zip(out["results"], response.results, strict=True):
-                r.update(
-                    span_id=res.span_id,
-                    qualname=res.qualname,
-                    category=res.category,
-                    snippet_start_line=res.snippet_start_line,
-                )
+            answer = searcher.answer(query, k=k, route=route, explain=explain, group=group)
+        out = answer.to_json(extras)
         warnings = list(out.get("warnings", []))
-        kept = [r for r in out["results"] if (self.root / r["path"]).is_file()]
-        if len(kept) != len(out["results"]):
-            dropped = len(out["results"]) - len(kept)
-            out["results"] = kept
-            warnings.append(
-                f"dropped {dropped} result(s) of files deleted since the last index run"
-            )
         if self.reindexer is not None and not self.reindexer.idle():
             # Mid-run the lexical index trails the store by design; say so plainly.
             mid_run = [w for w in warnings if w.startswith(MID_RUN_WARNING)]

@@ -36,6 +36,13 @@ class SearcherLike(Protocol):
     def search(self, query: str, k: int | None = None) -> Any: ...
 
 
+def ask(searcher: SearcherLike, query: str, k: int) -> Any:
+    """``searcher``'s span answer to ``query``: the product's own (``Searcher.answer``, what
+    the CLI, the daemon and MCP give) when it has one, else its ``search`` (a baseline)."""
+    answer = getattr(searcher, "answer", None)
+    return answer(query, k=k).response if callable(answer) else searcher.search(query, k=k)
+
+
 SearcherFactory = Callable[[Path, Config], SearcherLike]
 
 
@@ -227,16 +234,16 @@ def run_variant(
     ignore_paths: frozenset[str] = frozenset(),
     on_query: Callable[[], None] | None = None,
 ) -> VariantRun:
-    ask = k + len(ignore_paths) * 3 if ignore_paths else k
+    deep = k + len(ignore_paths) * 3 if ignore_paths else k
     warm = getattr(searcher, "warm", None)
     if callable(warm):
         warm()  # load models and indexes before anything is timed
     for q in list(queries)[: max(0, warmup)]:
-        searcher.search(q.query, k=ask)
+        ask(searcher, q.query, deep)
     runs: list[QueryRun] = []
     for q in queries:
         started = time.perf_counter()
-        response = searcher.search(q.query, k=ask)
+        response = ask(searcher, q.query, deep)
         took = (time.perf_counter() - started) * 1000.0
         runs.append(QueryRun(q, _refs(response, ignore_paths, k), took, _route_of(response)))
         if on_query is not None:

@@ -244,7 +244,7 @@ class LabelSession:
 
     def items(self, query: str, k: int) -> list[Item]:
         """The top ``k`` results of ``query`` this labeler has not graded yet."""
-        response = self.searcher.search(query, k=k)
+        response = self.searcher.answer(query, k=k).response  # what `llmc search` shows
         return [i for i in _items(response, k) if i.key not in self.done]
 
     def suggestions(

@@ -148,29 +148,6 @@ def whole_file_args(searcher: Any, query: str) -> dict[str, Any]:
     }
 
 
-def files_json(
-    response: dict[str, Any], k: int, spans_per_file: int = SPANS_PER_FILE,
-    whole: Sequence[str] = (), whole_weight: float = 0.0, query: str = "", ranker: Any = None,
-    plain: Sequence[str] = (),
-) -> dict:  # fmt: skip
-    """A span answer's JSON (``SearchResponse.to_json``) turned into the file-level one:
-    ``results`` replaced by ``files``, everything else kept; ``whole``: the whole-file
-    BM25 list fused in, ``ranker``: the learned file ranker (``group_by_file``)."""
-    from types import SimpleNamespace
-
-    rows = [SimpleNamespace(**r) for r in response.get("results", [])]
-    hits = group_by_file(
-        rows, k, spans_per_file=spans_per_file, whole=whole, whole_weight=whole_weight,
-        query=query, ranker=ranker, plain=plain,
-    )  # fmt: skip
-    out = {key: v for key, v in response.items() if key != "results"}
-    out["group"] = "file"
-    out["whole_file_weight"] = whole_weight if whole else 0.0
-    out["file_ranker"] = "learned" if ranker is not None and query else "fusion"
-    out["files"] = [h.to_json() for h in hits]
-    return out
-
-
 __all__ = [
     "DEFAULT_METHOD",
     "FILE_SPANS",
@@ -180,7 +157,6 @@ __all__ = [
     "SPANS_PER_FILE",
     "FileHit",
     "file_score",
-    "files_json",
     "group_by_file",
     "whole_file_args",
 ]

@@ -63,6 +63,7 @@ from llmc.search import (
 )
 from llmc.search.explain import build_explain, why_empty
 from llmc.search.features import Pool
+from llmc.search.files import FILE_SPANS
 from llmc.search.report import QueryParts, read_query
 from llmc.search.sources import Sources
 from llmc.search.threads import ThreadLimiter
@@ -83,6 +84,7 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # pragma: no cover
     from llmc.models.device import Profile
+    from llmc.search.answer import Answer
     from llmc.search.hyde import HydeStage
     from llmc.store.file_lexical import FileIndex
 
@@ -240,6 +242,16 @@ class Searcher:
             hyde=trace.hyde,
             match=trace.match,
         )
+
+    def answer(
+        self, query: str, k: int | None = None, route: str | None = None,
+        explain: bool = False, group: str = "span", spans: int = FILE_SPANS,
+    ) -> Answer:  # fmt: skip
+        """The answer the CLI, the daemon, MCP and the lab give: ``search`` without the
+        results of deleted files, or with ``group="file"`` its files (search/answer.py)."""
+        from llmc.search.answer import answer
+
+        return answer(self, query, k=k, route=route, explain=explain, group=group, spans=spans)
 
     def _run(
         self, parts: QueryParts, k: int, route: str | None, explain: bool, trace: Trace,

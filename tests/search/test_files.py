@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from llmc.cli import main
-from llmc.search.files import FileHit, file_score, files_json, group_by_file
+from llmc.search.files import FileHit, file_score, group_by_file
 
 
 def span(path: str, start: int, score: float) -> SimpleNamespace:
@@ -49,14 +49,20 @@ def test_rrf_file_score_lets_spread_evidence_climb() -> None:
     assert [h.path for h in group_by_file(spans, 2, method="rrf10")] == ["b.py", "a.py"]
 
 
-def test_files_json_replaces_results_with_files() -> None:
-    response = {"query": "q", "route": {}, "results": [span("x.md", 1, 0.5).__dict__],
-                "timings_ms": {}, "took_ms": 1.0, "warnings": []}  # fmt: skip
-    out = files_json(response, 5)
-    assert "results" not in out and out["group"] == "file"
-    assert out["files"] == [FileHit("x.md", 1.0, 1, (span("x.md", 1, 0.5),)).to_json()]
+def test_a_file_answer_replaces_results_with_files() -> None:
+    from llmc.daemon.answers import search_response
+    from llmc.search.answer import Answer
+
+    route = {"intent": "code", "p_code": 1.0, "confidence": 1.0}
+    response = search_response({"query": "q", "route": route, "warnings": [],
+                                "results": [span("x.md", 1, 0.5).__dict__]})  # fmt: skip
+    hit = FileHit("x.md", 1.0, 1, response.results)
+    out = Answer(response, group="file", files=(hit,)).to_json()
+    assert "results" not in out and out["group"] == "file" and out["query"] == "q"
+    assert out["files"] == [hit.to_json()] and out["file_ranker"] == "fusion"
     assert out["files"][0]["spans"][0] == {"start_line": 1, "end_line": 3, "symbol": "f",
         "kind": "function", "score": 0.5, "snippet": "def f(): ..."}  # fmt: skip
+    assert "results" in Answer(response).to_json()
 
 
 def test_cli_files_answers_a_file_once_with_its_spans(runner: CliRunner, indexed_repo) -> None:
