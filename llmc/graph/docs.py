@@ -1,4 +1,5 @@
-"""Doc extraction: sections (Markdown / reStructuredText headings) and their mentions of code.
+"""Doc extraction: sections (Markdown / reStructuredText headings, ``llmc/headings.py``, the
+parser doc spans use) and their mentions of code.
 
 A mention is inline code (```Store.files```), a Sphinx role (``:func:`pkg.f```), an autodoc
 or mkdocstrings directive (``.. autoclass:: pkg.C``, ``::: pkg.C``), a link target or a bare
@@ -11,11 +12,7 @@ import re
 from pathlib import PurePosixPath
 
 from llmc.graph.model import Def, FileFacts, Mention
-
-_ATX = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
-_RST_UNDERLINE = re.compile(r"^([=\-`:'\"~^_*+#<>.])\1{2,}\s*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+from llmc.headings import Heading, rst_headings, scan_markdown
 
 _INLINE = re.compile(r"(?<!`)(`{1,2})([^`\n]{1,200}?)\1(?!`)")
 _ROLE = re.compile(
@@ -35,71 +32,18 @@ _PATH = re.compile(
 )
 
 
-def _sections_markdown(lines: list[str]) -> tuple[list[tuple[int, str, int]], set[int]]:
-    """Headings as (level, title, line) and the set of lines inside fenced code."""
-    heads: list[tuple[int, str, int]] = []
-    fenced: set[int] = set()
-    fence = ""
-    for i, line in enumerate(lines, 1):
-        m = _FENCE.match(line)
-        if fence:
-            fenced.add(i)
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                fence = ""
-            continue
-        if m:
-            fence = m.group(1)
-            fenced.add(i)
-            continue
-        atx = _ATX.match(line)
-        if atx:
-            heads.append((len(atx.group(1)), atx.group(2).strip(), i))
-            continue
-        if (
-            i >= 2
-            and _SETEXT.match(line)
-            and lines[i - 2].strip()
-            and (i - 1) not in fenced
-            and not _ATX.match(lines[i - 2])
-            and not (heads and heads[-1][2] == i - 1)
-        ):
-            heads.append((1 if line.strip()[0] == "=" else 2, lines[i - 2].strip(), i - 1))
-    return heads, fenced
-
-
-def _sections_rst(lines: list[str]) -> list[tuple[int, str, int]]:
-    heads: list[tuple[int, str, int]] = []
-    styles: list[tuple[str, bool]] = []
-    i = 0
-    while i < len(lines) - 1:
-        title, under = lines[i], lines[i + 1]
-        over = i > 0 and bool(_RST_UNDERLINE.match(lines[i - 1]))
-        if (
-            title.strip()
-            and not _RST_UNDERLINE.match(title)
-            and _RST_UNDERLINE.match(under)
-            and len(under.rstrip()) >= len(title.rstrip())
-        ):
-            style = (under.strip()[0], over)
-            if style not in styles:
-                styles.append(style)
-            heads.append((styles.index(style) + 1, title.strip(), i + 1))
-            i += 2
-            continue
-        i += 1
-    return heads
-
-
-def _build_sections(heads: list[tuple[int, str, int]], n_lines: int) -> list[tuple[Def, int]]:
-    """Nest headings into sections with qualified names ``A > B`` and line ranges."""
+def _build_sections(heads: list[Heading], n_lines: int) -> list[tuple[Def, int]]:
+    """Nest headings into sections with qualified names ``A > B`` and 1-based line ranges
+    (from the heading's first row, as the doc span of the section starts)."""
     out: list[tuple[Def, int]] = []
     stack: list[tuple[int, str]] = []
     seen: dict[str, int] = {}
-    for idx, (level, title, line) in enumerate(heads):
+    for idx, h in enumerate(heads):
+        level, title, line = h.level, h.title, h.start + 1
         end = n_lines
-        for level2, _, line2 in heads[idx + 1 :]:
-            if level2 <= level:
-                end = line2 - 1
+        for later in heads[idx + 1 :]:
+            if later.level <= level:
+                end = later.start
                 break
         while stack and stack[-1][0] >= level:
             stack.pop()
@@ -118,12 +62,14 @@ def extract_doc(path: str, text: str) -> FileFacts:
     lines = text.splitlines()
     facts.end_line = len(lines)
     rst = PurePosixPath(path).suffix.lower() == ".rst"
+    skip: set[int] = set()  # 1-based lines inside fenced code
     if rst:
-        heads, skip = _sections_rst(lines), set()
+        heads = rst_headings(lines)
     elif PurePosixPath(path).suffix.lower() == ".txt":
-        heads, skip = [], set()
+        heads = []
     else:
-        heads, skip = _sections_markdown(lines)
+        heads, fenced = scan_markdown(lines)
+        skip = {row + 1 for row in fenced}
     sections = _build_sections(heads, len(lines))
     facts.defs = [d for d, _ in sections]
 
