@@ -18,7 +18,7 @@ _intern = sys.intern
 
 SCHEMA = "llmc.rag_graph"
 SCHEMA_VERSION = 1
-FACTS_VERSION = 8  # 8: doc sections from llmc/headings.py (7: JSON Lines; 6 was a pickle: never read)
+FACTS_VERSION = 8  # 8: doc sections by llmc/headings.py (7: JSON Lines; 6: a pickle)
 GRAPH_FILE = "rag_graph.json"
 FACTS_FILE = "graph_facts.jsonl"
 
