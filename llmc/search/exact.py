@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from llmc.config import SearchConfig
 from llmc.search import evidence, retrieve
-from llmc.search.query import identifiers, paths
+from llmc.search.query import parse
 from llmc.search.trace import Trace
 from llmc.search.types import CODE_ROUTE, DOCS_ROUTE, ROUTE_CATEGORY, Candidate, RouteDecision
 from llmc.types import StoredSpan
@@ -43,7 +43,7 @@ class ExactMatch:
 def defined_names(store: Store, text: str, exact_max: int) -> tuple[str, ...]:
     """The code-shaped names in ``text`` that the index defines at most ``exact_max``
     times (the router's evidence, and `llmc tune`'s intent features)."""
-    strong = [i for i in identifiers(text) if i.strong]
+    strong = [i for i in parse(text).identifiers if i.strong]
     found = retrieve.definitions(store, strong)
     return tuple(ident.name for ident, defs in found if len(defs) <= exact_max)
 
@@ -53,7 +53,7 @@ def exact_symbols(sources: Sources, text: str, scfg: SearchConfig, trace: Trace)
     has few definitions, else fused as the ``exact`` list; files the query names."""
     if not scfg.exact_symbol:
         return ExactMatch()
-    strong = [i for i in identifiers(text) if i.strong]
+    strong = [i for i in parse(text).identifiers if i.strong]
     pinned: list[int] = []
     fused: list[StoredSpan] = []
     defined: list[str] = []
@@ -68,7 +68,7 @@ def exact_symbols(sources: Sources, text: str, scfg: SearchConfig, trace: Trace)
             defined.append(ident.name)
             fused += defs
             trace.note("exact", f"`{ident.name}`: {len(defs)} definition(s), fused")
-    named = [p for p, _ in paths(text)]
+    named = [p for p, _ in parse(text).paths]
     if named:
         in_files = retrieve.file_spans(sources.store, named)
         fused += in_files
@@ -186,9 +186,9 @@ def exact_words(
     pinned = allowed_pins(sources, exact.pinned, decision)
     if not scfg.exact_symbol or decision.intent != CODE_ROUTE:
         return dataclasses.replace(exact, pinned=pinned)
-    idents = identifiers(text)
+    idents = parse(text).identifiers
     covered = {w.lower() for i in idents if i.strong for w in re.findall(r"\w+", i.name)}
-    covered |= {w.lower() for p, _ in paths(text) for w in re.findall(r"\w+", p)}
+    covered |= {w.lower() for p, _ in parse(text).paths for w in re.findall(r"\w+", p)}
     weak = [i for i in idents if not i.strong and i.name.lower() not in covered]
     fused = list(exact.fused)
     with trace.stage("exact"):

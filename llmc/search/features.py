@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from llmc.search.evidence import frames, named_paths
-from llmc.search.query import STOPWORDS, identifiers
+from llmc.search.query import STOPWORDS, parse
 from llmc.search.report import QueryParts, read_query
 from llmc.search.router import is_test_path
 from llmc.search.types import CODE_ROUTE, DOCS_ROUTE, MIXED_ROUTE, RankedList, RouteDecision
@@ -232,7 +232,7 @@ def query_row(query: QueryInfo) -> dict[str, float]:
         "query:intent_docs": float(d.intent == DOCS_ROUTE),
         "query:intent_mixed": float(d.intent == MIXED_ROUTE),
         "query:words": float(len(words)),
-        "query:identifiers": float(sum(1 for i in identifiers(query.text) if i.code_shaped)),
+        "query:identifiers": float(sum(1 for i in parse(query.text).identifiers if i.code_shaped)),
         "query:tests": float(bool(_TEST_CUE.search(query.text.lower()))),
     }
 
@@ -241,7 +241,7 @@ def shape_row(parts: QueryParts) -> dict[str, float]:
     """The query's shape (``SHAPE_FEATURES``) from the whole query read into ``parts``: the
     same arithmetic for a short query (``long`` 0, no code or traceback lines) and a report."""
     text = parts.text
-    names = sum(1 for i in identifiers(text, limit=10_000) if i.code_shaped)
+    names = sum(1 for i in parse(text).all_identifiers if i.code_shaped)
     return {
         "query:long": float(parts.long),
         "query:log_chars": math.log1p(len(text)),

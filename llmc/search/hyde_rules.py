@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from llmc.config import Config
 from llmc.errors import ConfigError
 from llmc.search.hyde_report import HydeReport
-from llmc.search.query import PASCAL_CASE, STOPWORDS, identifiers, paths
+from llmc.search.query import PASCAL_CASE, STOPWORDS, parse
 from llmc.search.types import (
     CODE_ROUTE,
     DOCS_ROUTE,
@@ -84,11 +84,12 @@ def gate(query: str) -> Gate:
         return Gate(False, f"names the error `{exc.group(0)}`")
     if _QUOTED.match(query):
         return Gate(False, "quoted exact lookup")
-    named = paths(query)
+    parsed = parse(query)
+    named = parsed.paths
     if named:
         return Gate(False, f"names a path `{named[0][0]}`")
     words = [w for w in (t.strip(".,;:!?()[]{}'\"`") for t in query.split()) if w]
-    for ident in identifiers(query):
+    for ident in parsed.identifiers:
         if not ident.code_shaped:
             continue
         if ident.why == PASCAL_CASE and len(words) > 4:

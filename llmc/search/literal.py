@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from llmc.search import fusion
-from llmc.search.query import collapse, lookup_name, pasted_messages
+from llmc.search.query import collapse, parse
 from llmc.search.router import is_test_path
 from llmc.search.trace import Trace
 from llmc.search.types import Candidate
@@ -43,7 +43,7 @@ def lead(
     """``ranked`` with the spans holding a pasted message, then a lookup's code
     definitions (of those the exact stage pinned), moved to the top."""
     first = message_spans(sources, text, trace)
-    name = lookup_name(text)
+    name = parse(text).lookup_name
     if name and pinned:
         spans = sources.spans(list(pinned))
         code = [i for i in pinned if i in spans and spans[i].span.category == CODE]
@@ -56,7 +56,7 @@ def lead(
 
 def message_spans(sources: Sources, text: str, trace: Trace) -> list[int]:
     """The code spans holding a message the query pastes, verbatim, best BM25 first."""
-    messages = pasted_messages(text)
+    messages = parse(text).pasted_messages
     if not messages or sources.lexical is None:
         return []
     found: list[int] = []

@@ -2,10 +2,15 @@
 
 Pure functions. ``normalize_query`` is the one gate every query passes: anything a user,
 a script or a pipe can hand us comes out as clean text, or as one clear LlmcError.
+``parse`` reads a text once into a ``ParsedQuery`` (its identifiers, lookup name, pasted
+messages, paths), which every stage reads instead of scanning the text again: the router,
+the exact-symbol path, HyDE's gate, the ranker's features and the lead stage all ask
+``parse`` for the same text and get the same record.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable
@@ -142,8 +147,9 @@ class Identifier:
         return self.strong and self.why != WHOLE_QUERY
 
 
-def identifiers(query: str, limit: int = 8) -> list[Identifier]:
-    """Symbol-like names in ``query``, strongest evidence first, de-duplicated."""
+def identifiers(query: str, limit: int = 8, looked_up: str | None = None) -> list[Identifier]:
+    """Symbol-like names in ``query``, strongest evidence first, de-duplicated (the first
+    ``limit``); ``looked_up``: ``lookup_name(query)`` when the caller has it."""
     found: dict[str, Identifier] = {}
 
     def add(name: str, strong: bool, why: str) -> None:
@@ -177,7 +183,7 @@ def identifiers(query: str, limit: int = 8) -> list[Identifier]:
     stripped = query.strip().strip("`?!.,;:'\"").removesuffix("()")
     if _WORD.match(stripped):
         add(stripped, True, WHOLE_QUERY)
-    looked_up = lookup_name(query)
+    looked_up = lookup_name(query) if looked_up is None else looked_up
     if looked_up:
         add(looked_up, True, A_LOOKUP)
     for token in re.findall(r"[A-Za-z_][\w]*", query):
@@ -264,6 +270,38 @@ def paths(query: str) -> list[tuple[str, str]]:
     return list(out.items())
 
 
+IDENTIFIERS = 8  # what a stage reads of a query's identifiers (the strongest first)
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    """A query's text read once (``parse``): what in it names code, for every stage."""
+
+    text: str
+    all_identifiers: tuple[Identifier, ...]  # every one, strongest first
+    lookup_name: str  # the name a lookup asks for ("class Schema"), or ''
+    pasted_messages: tuple[str, ...]  # program output quoted, to find verbatim in code
+    paths: tuple[tuple[str, str], ...]  # (path, extension) as ``paths`` gives them
+
+    @property
+    def identifiers(self) -> tuple[Identifier, ...]:
+        """The first ``IDENTIFIERS`` (``identifiers(text)``)."""
+        return self.all_identifiers[:IDENTIFIERS]
+
+
+@functools.lru_cache(maxsize=1024)
+def parse(text: str) -> ParsedQuery:
+    """``text`` read once; later calls with the same text return the same record."""
+    name = lookup_name(text)
+    return ParsedQuery(
+        text=text,
+        all_identifiers=tuple(identifiers(text, limit=10**9, looked_up=name)),
+        lookup_name=name,
+        pasted_messages=tuple(pasted_messages(text)),
+        paths=tuple(paths(text)),
+    )
+
+
 def word_groups(
     query: str, stem: Callable[[str], list[str]] | None = None, limit: int = 24
 ) -> tuple[tuple[str, ...], ...]:
@@ -291,13 +329,16 @@ __all__ = [
     "STOPWORDS",
     "A_LOOKUP",
     "LOOKUP_WORDS",
+    "IDENTIFIERS",
     "Identifier",
+    "ParsedQuery",
     "clean_query",
     "collapse",
     "identifiers",
     "lookup_name",
     "normalize_query",
     "pasted_messages",
+    "parse",
     "paths",
     "symbol_lookups",
     "word_groups",

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 
 from llmc.search.evidence import frames, path_suffixes
-from llmc.search.query import STOPWORDS, clean_query, collapse, identifiers
+from llmc.search.query import STOPWORDS, clean_query, collapse, parse
 
 LONG_WORDS = 40  # more words than this make a report
 LINES_WORDS = 12  # ... or more than this on several lines
@@ -143,7 +143,7 @@ def split_report(lines: list[str], text: str, warnings: tuple[str, ...] = ()) ->
     names = tuple(
         dict.fromkeys(
             i.name
-            for i in identifiers(read, limit=10_000)
+            for i in parse(read).all_identifiers
             if i.code_shaped and i.name not in _NOT_NAMES
         )
     )

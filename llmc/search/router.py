@@ -22,8 +22,7 @@ from llmc.search.query import (
     DOC_EXTENSIONS,
     PASCAL_CASE,
     STOPWORDS,
-    identifiers,
-    paths,
+    parse,
 )
 from llmc.search.types import (
     CODE_ROUTE,
@@ -171,13 +170,13 @@ def evidence(query: str, defined_symbols: Sequence[str] = ()) -> list[tuple[floa
     words = re.findall(r"\w+", low)
     # In a sentence an identifier is the topic more than a request for code: half weight.
     sentence = len(words) > _TERSE_WORDS
-    idents = [i for i in identifiers(query) if i.code_shaped]
+    idents = [i for i in parse(query).identifiers if i.code_shaped]
     for ident in idents[:_MAX_CUES]:
         step = 0.75 if ident.why == PASCAL_CASE or sentence else 1.5
         out.append((step, f"identifier `{ident.name}` ({ident.why})"))
     for name in list(dict.fromkeys(defined_symbols))[:_MAX_CUES]:
         out.append((1.5, f"names a defined symbol `{name}`"))
-    for path, ext in paths(query)[:_MAX_CUES]:
+    for path, ext in parse(query).paths[:_MAX_CUES]:
         if ext in DOC_EXTENSIONS or path.lower().startswith(("readme", "docs/", "doc/")):
             out.append((-1.5, f"names a doc file `{path}`"))
         elif ext in CODE_EXTENSIONS and ext not in CONFIG_EXTENSIONS:

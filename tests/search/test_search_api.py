@@ -215,3 +215,33 @@ def test_per_route_lists_when_not_merged(indexed_repo) -> None:
     assert set(response.route.list_weights) == {"bm25.doc", "dense.doc"}  # code dropped
     assert set(response.explain.lists) == {"bm25.doc", "dense.doc"}
     assert set(response.results[0].sources) == {"bm25.doc", "dense.doc"}
+
+
+@pytest.mark.parametrize(
+    "query", ["ShoppingCart total_price", "how is a discount applied", "class ShoppingCart"]
+)
+def test_a_query_is_read_once(searcher, monkeypatch, query) -> None:
+    """One query parse (llmc/search/query.py ``parse``): the router, the exact-symbol path,
+    HyDE's gate, the features and the lead stage read one record; the identifier and
+    lookup scans run once per search, not once per stage."""
+    from llmc.search import query as q
+
+    calls: dict[str, int] = {"identifiers": 0, "lookup_name": 0}
+
+    def counted(name):
+        real = getattr(q, name)
+
+        def run(text, *args, **kw):
+            if text == query:
+                calls[name] += 1
+            return real(text, *args, **kw)
+
+        return run
+
+    for name in calls:
+        monkeypatch.setattr(q, name, counted(name))
+    q.parse.cache_clear()
+    assert searcher.search(query).results
+    assert calls == {"identifiers": 1, "lookup_name": 1}
+    again = q.parse(query)
+    assert again is q.parse(query) and again.identifiers == tuple(q.identifiers(query))
