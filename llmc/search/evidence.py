@@ -31,7 +31,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from llmc.search.query import CODE_EXTENSIONS, DOC_EXTENSIONS
+from llmc.search.query import (  # Frame, frames, named_paths: re-exported
+    Frame,
+    clean_path,
+    frames,
+    named_paths,
+    parse,
+)
 
 FRAME, PATH, DEFINITION = 3, 2, 1
 STRENGTH_NAMES = {FRAME: "frame", PATH: "path named", DEFINITION: "definition named"}
@@ -40,20 +46,6 @@ TAIL_PARTS = 3  # tails this short may sit anywhere in the index (a src/ layout)
 DEFINITION_WITHIN = 5  # a named definition is kept among this many first spans
 CHANGELOG_AFTER = 10  # on a code report, a changelog without evidence follows this many files
 
-_EXT = "|".join(sorted(CODE_EXTENSIONS | DOC_EXTENSIONS, key=len, reverse=True))
-_FILE = rf"(?:[A-Za-z]:)?[\w.~@+-]*(?:[/\\][\w.~@+-]+)*\.(?:{_EXT})"
-# File "/home/x/proj/pkg/mod.py", line 85, in load
-_PY_FRAME = re.compile(r'File "([^"\n]+)", line (\d+)(?:, in ([\w.<>]+))?')
-# at load (/srv/app/lib/mod.js:10:5)   at Router.handle (lib/router.js:10)   at /x/y.js:3:1
-_JS_FRAME = re.compile(
-    r"\bat (?:(?:async |new )?([\w$.<>\[\] ]+?) \()?(?:file://)?"
-    rf"({_FILE}):(\d+)(?::\d+)?\)?"
-)
-# pkg/mod.py:85, pkg/mod.py line 85, pkg/mod.py, line 85, pkg/mod.py#L85
-_PATH_LINE = re.compile(rf"(?<![\w/.\\])({_FILE})(?::|#L|,? (?:at )?line )(\d+)\b")
-# https://github.com/o/r/blob/main/pkg/mod.py#L85 (also GitLab's /-/blob/)
-_BLOB_URL = re.compile(r"https?://\S+?/blob/[^/\s]+/([^\s#?]+)#L(\d+)")
-_PATH = re.compile(rf"(?<![\w.])({_FILE})(?![\w/\\])")
 _CHANGELOG = re.compile(
     r"^(?:change[-_ ]?logs?|changes|news|history|releases?|release[-_ ]?notes|whats[-_]?new"
     r"|what[-_]s[-_]new|upgrading|version[-_]?history)(?:[-_.]v?[\dx][\w.]*)?$"
@@ -61,15 +53,6 @@ _CHANGELOG = re.compile(
 _NOTES_EXT = frozenset({"", "md", "markdown", "rst", "txt", "adoc"})
 _CHANGELOG_DIRS = frozenset({"changelog.d", "changes", "newsfragments", "release-notes",
                              "release_notes", "whatsnew", "changelog"})  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Frame:
-    """One traceback frame or ``path:line`` the query quotes, as written."""
-
-    path: str
-    line: int
-    function: str = ""
 
 
 @dataclass(frozen=True)
@@ -83,63 +66,17 @@ class QueryEvidence:
         return bool(self.frames or self.paths)
 
 
-def _clean_path(path: str) -> str:
-    path = path.strip().strip("'\"`()[]<>,;").replace("\\", "/")
-    path = re.sub(r"^[A-Za-z]:/", "/", path).removeprefix("file://")
-    return path.removeprefix("./")
-
-
-def _function(name: str | None) -> str:
-    """A frame's function as a definition name: ``Router.handle`` → ``Router.handle``;
-    ``<module>``, ``Object.<anonymous>``, ``new Foo`` parts that name nothing dropped."""
-    if not name:
-        return ""
-    name = name.strip().removeprefix("async ").removeprefix("new ")
-    parts = [p for p in name.split(".") if re.fullmatch(r"[A-Za-z_$][\w$]*", p)]
-    return ".".join(parts) if parts and "<" not in name else ""
-
-
-def frames(text: str) -> list[Frame]:
-    """The frames in ``text``, in order of appearance, de-duplicated: Python traceback
-    lines, JavaScript stack lines, ``path:line``, ``path line N`` and blob URLs (``#L85``)."""
-    found: list[tuple[int, Frame]] = []
-    taken: list[tuple[int, int]] = []
-
-    def add(start: int, end: int, path: str, line: str, function: str | None) -> None:
-        if any(s <= start < e for s, e in taken):
-            return
-        taken.append((start, end))
-        found.append((start, Frame(_clean_path(path), int(line), _function(function))))
-
-    for m in _PY_FRAME.finditer(text):
-        add(m.start(), m.end(), m.group(1), m.group(2), m.group(3))
-    for m in _JS_FRAME.finditer(text):
-        add(m.start(), m.end(), m.group(2), m.group(3), m.group(1))
-    for m in _BLOB_URL.finditer(text):
-        add(m.start(), m.end(), m.group(1), m.group(2), None)
-    for m in _PATH_LINE.finditer(text):
-        add(m.start(), m.end(), m.group(1), m.group(2), None)
-    found.sort(key=lambda f: f[0])
-    return list(dict.fromkeys(f for _, f in found))
-
-
-def named_paths(text: str) -> list[str]:
-    """File paths in ``text`` (with a code or doc extension), cleaned, in order."""
-    out = [_clean_path(m.group(1)) for m in _PATH.finditer(text)]
-    return list(dict.fromkeys(p for p in out if p and not p.startswith(("http:", "https:"))))
-
-
 def query_evidence(text: str) -> QueryEvidence:
     """The frames and paths ``text`` names (paths in frames are listed under both)."""
-    fr = frames(text)
-    paths = [f.path for f in fr] + named_paths(text)
-    return QueryEvidence(tuple(fr), tuple(dict.fromkeys(paths)))
+    parsed = parse(text)
+    paths = [f.path for f in parsed.frames] + list(parsed.named_paths)
+    return QueryEvidence(parsed.frames, tuple(dict.fromkeys(paths)))
 
 
 def path_suffixes(path: str, parts: int = MAX_SUFFIX_PARTS) -> list[str]:
     """``path`` and its tails, longest first: ``/home/x/pkg/mod.py`` → ``home/x/pkg/mod.py``,
     ``x/pkg/mod.py``, ``pkg/mod.py``, ``mod.py`` (at most ``parts`` parts)."""
-    pieces = [p for p in _clean_path(path).split("/") if p and p not in (".", "..")]
+    pieces = [p for p in clean_path(path).split("/") if p and p not in (".", "..")]
     return ["/".join(pieces[i:]) for i in range(max(0, len(pieces) - parts), len(pieces))]
 
 

@@ -37,7 +37,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from llmc.search.evidence import frames, named_paths
 from llmc.search.query import STOPWORDS, parse
 from llmc.search.report import QueryParts, read_query
 from llmc.search.router import is_test_path
@@ -248,8 +247,8 @@ def shape_row(parts: QueryParts) -> dict[str, float]:
         "query:code_lines": math.log1p(len(parts.code)),
         "query:trace_lines": math.log1p(len(parts.traceback)),
         "query:log_names": math.log1p(names),
-        "query:paths": math.log1p(len(named_paths(text))),
-        "query:frames": math.log1p(len(frames(text))),
+        "query:paths": math.log1p(len(parse(text).named_paths)),
+        "query:frames": math.log1p(len(parse(text).frames)),
     }
 
 

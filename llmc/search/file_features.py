@@ -17,7 +17,8 @@ import math
 import re
 from collections.abc import Sequence
 
-from llmc.search.evidence import frames, is_changelog
+from llmc.search.evidence import is_changelog
+from llmc.search.query import parse
 
 CANDIDATES = 40  # files of the plain fused order the ranker reorders
 PLAIN_ABSENT = 101  # the rank a file outside the plain order's 100 spans reads as
@@ -107,7 +108,7 @@ def feature_rows(
     whole_rank = {p: i for i, p in enumerate(dict.fromkeys(whole), start=1)}
     low = query.lower()
     words = set(_WORD.findall(low))
-    frame_paths = [f.path.lower() for f in frames(query)]
+    frame_paths = [f.path.lower() for f in parse(query).frames]
     n_words = len(query.split())
     traceback = 1.0 if frame_paths else 0.0
     first_dir = order[0].rsplit("/", 1)[0] if order and "/" in order[0] else ""

@@ -48,7 +48,6 @@ LANG_NAMES = {
 }  # fmt: skip
 NOT_PROGRAMS = frozenset({"toml", "yaml", "json", "ini", "text", "markdown", "rst", "csv"})
 
-_TRACEBACK = re.compile(r"Traceback \(most recent|File \"[^\"]+\", line \d+|^\s*at \S+\(\S+:\d+")
 _ERROR_CODE = re.compile(
     r"\b(?:[A-Z]{1,5}-?\d{3,6}|0x[0-9A-Fa-f]{4,}|HTTP\s?[1-5]\d\d|(?:errno|exit code|"
     r"status|error)\s*#?\d{2,})\b|\bE(?:NOENT|ACCES|PERM|INVAL|EXIST|AGAIN|PIPE|NOSPC|BADF|"
@@ -77,14 +76,15 @@ class Gate:
 def gate(query: str) -> Gate:
     """HyDE helps vague natural-language questions; exact lookups are better served by
     BM25 and the exact-symbol path, and a hypothesis would only blur them."""
-    if _TRACEBACK.search(query) or _ERROR_CODE.search(query):
+    parsed = parse(query)  # a traceback: its frames, as the evidence stage reads them
+    traceback = bool(parsed.frames) or "Traceback (most recent" in query
+    if traceback or _ERROR_CODE.search(query):
         return Gate(False, "error-code-shaped query")
     exc = _EXCEPTION.search(query)
     if exc:
         return Gate(False, f"names the error `{exc.group(0)}`")
     if _QUOTED.match(query):
         return Gate(False, "quoted exact lookup")
-    parsed = parse(query)
     named = parsed.paths
     if named:
         return Gate(False, f"names a path `{named[0][0]}`")

@@ -3,9 +3,10 @@
 Pure functions. ``normalize_query`` is the one gate every query passes: anything a user,
 a script or a pipe can hand us comes out as clean text, or as one clear LlmcError.
 ``parse`` reads a text once into a ``ParsedQuery`` (its identifiers, lookup name, pasted
-messages, paths), which every stage reads instead of scanning the text again: the router,
-the exact-symbol path, HyDE's gate, the ranker's features and the lead stage all ask
-``parse`` for the same text and get the same record.
+messages, paths, and what a bug report quotes: traceback frames and file paths), which every
+stage reads instead of scanning the text again: the router, the exact-symbol path, the
+evidence stage, HyDE's gate, the report reader, the ranker's features and the lead stage
+all ask ``parse`` for the same text and get the same record.
 """
 
 from __future__ import annotations
@@ -270,6 +271,78 @@ def paths(query: str) -> list[tuple[str, str]]:
     return list(out.items())
 
 
+# -- what a bug report quotes: traceback frames and file paths ------------------------------
+_EXT = "|".join(sorted(CODE_EXTENSIONS | DOC_EXTENSIONS, key=len, reverse=True))
+_FILE = rf"(?:[A-Za-z]:)?[\w.~@+-]*(?:[/\\][\w.~@+-]+)*\.(?:{_EXT})"
+# File "/home/x/proj/pkg/mod.py", line 85, in load
+_PY_FRAME = re.compile(r'File "([^"\n]+)", line (\d+)(?:, in ([\w.<>]+))?')
+# at load (/srv/app/lib/mod.js:10:5)   at Router.handle (lib/router.js:10)   at /x/y.js:3:1
+_JS_FRAME = re.compile(
+    r"\bat (?:(?:async |new )?([\w$.<>\[\] ]+?) \()?(?:file://)?"
+    rf"({_FILE}):(\d+)(?::\d+)?\)?"
+)
+# pkg/mod.py:85, pkg/mod.py line 85, pkg/mod.py, line 85, pkg/mod.py#L85
+_PATH_LINE = re.compile(rf"(?<![\w/.\\])({_FILE})(?::|#L|,? (?:at )?line )(\d+)\b")
+# https://github.com/o/r/blob/main/pkg/mod.py#L85 (also GitLab's /-/blob/)
+_BLOB_URL = re.compile(r"https?://\S+?/blob/[^/\s]+/([^\s#?]+)#L(\d+)")
+_NAMED_PATH = re.compile(rf"(?<![\w.])({_FILE})(?![\w/\\])")
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One traceback frame or ``path:line`` the query quotes, as written."""
+
+    path: str
+    line: int
+    function: str = ""
+
+
+def clean_path(path: str) -> str:
+    path = path.strip().strip("'\"`()[]<>,;").replace("\\", "/")
+    path = re.sub(r"^[A-Za-z]:/", "/", path).removeprefix("file://")
+    return path.removeprefix("./")
+
+
+def _function(name: str | None) -> str:
+    """A frame's function as a definition name: ``Router.handle`` → ``Router.handle``;
+    ``<module>``, ``Object.<anonymous>``, ``new Foo`` parts that name nothing dropped."""
+    if not name:
+        return ""
+    name = name.strip().removeprefix("async ").removeprefix("new ")
+    parts = [p for p in name.split(".") if re.fullmatch(r"[A-Za-z_$][\w$]*", p)]
+    return ".".join(parts) if parts and "<" not in name else ""
+
+
+def frames(text: str) -> list[Frame]:
+    """The frames in ``text``, in order of appearance, de-duplicated: Python traceback
+    lines, JavaScript stack lines, ``path:line``, ``path line N`` and blob URLs (``#L85``)."""
+    found: list[tuple[int, Frame]] = []
+    taken: list[tuple[int, int]] = []
+
+    def add(start: int, end: int, path: str, line: str, function: str | None) -> None:
+        if any(s <= start < e for s, e in taken):
+            return
+        taken.append((start, end))
+        found.append((start, Frame(clean_path(path), int(line), _function(function))))
+
+    for m in _PY_FRAME.finditer(text):
+        add(m.start(), m.end(), m.group(1), m.group(2), m.group(3))
+    for m in _JS_FRAME.finditer(text):
+        add(m.start(), m.end(), m.group(2), m.group(3), m.group(1))
+    for m in _BLOB_URL.finditer(text):
+        add(m.start(), m.end(), m.group(1), m.group(2), None)
+    for m in _PATH_LINE.finditer(text):
+        add(m.start(), m.end(), m.group(1), m.group(2), None)
+    found.sort(key=lambda f: f[0])
+    return list(dict.fromkeys(f for _, f in found))
+
+
+def named_paths(text: str) -> list[str]:
+    """File paths in ``text`` (with a code or doc extension), cleaned, in order."""
+    out = [clean_path(m.group(1)) for m in _NAMED_PATH.finditer(text)]
+    return list(dict.fromkeys(p for p in out if p and not p.startswith(("http:", "https:"))))
+
+
 IDENTIFIERS = 8  # what a stage reads of a query's identifiers (the strongest first)
 
 
@@ -282,6 +355,8 @@ class ParsedQuery:
     lookup_name: str  # the name a lookup asks for ("class Schema"), or ''
     pasted_messages: tuple[str, ...]  # program output quoted, to find verbatim in code
     paths: tuple[tuple[str, str], ...]  # (path, extension) as ``paths`` gives them
+    frames: tuple[Frame, ...]  # traceback frames and ``path:line`` quoted (``frames``)
+    named_paths: tuple[str, ...]  # file paths with a code or doc extension, cleaned
 
     @property
     def identifiers(self) -> tuple[Identifier, ...]:
@@ -299,6 +374,8 @@ def parse(text: str) -> ParsedQuery:
         lookup_name=name,
         pasted_messages=tuple(pasted_messages(text)),
         paths=tuple(paths(text)),
+        frames=tuple(frames(text)),
+        named_paths=tuple(named_paths(text)),
     )
 
 
@@ -330,12 +407,16 @@ __all__ = [
     "A_LOOKUP",
     "LOOKUP_WORDS",
     "IDENTIFIERS",
+    "Frame",
     "Identifier",
     "ParsedQuery",
+    "clean_path",
     "clean_query",
     "collapse",
+    "frames",
     "identifiers",
     "lookup_name",
+    "named_paths",
     "normalize_query",
     "pasted_messages",
     "parse",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from llmc.search.evidence import frames, path_suffixes
+from llmc.search.evidence import path_suffixes
 from llmc.search.query import STOPWORDS, clean_query, collapse, parse
 
 LONG_WORDS = 40  # more words than this make a report
@@ -84,7 +84,7 @@ def is_long(text: str, lines: int, max_chars: int) -> bool:
     words = len(text.split())
     if words > LONG_WORDS or 0 < max_chars < len(text):
         return True
-    return lines > 1 and (words > LINES_WORDS or bool(frames(text)))
+    return lines > 1 and (words > LINES_WORDS or bool(parse(text).frames))
 
 
 def read_query(raw: object, max_chars: int = 2000) -> QueryParts:
@@ -148,7 +148,7 @@ def split_report(lines: list[str], text: str, warnings: tuple[str, ...] = ()) ->
         )
     )
     frame_words = [
-        f"{path_suffixes(f.path, 3)[0] if f.path else ''} {f.function}" for f in frames(text)
+        f"{path_suffixes(f.path, 3)[0] if f.path else ''} {f.function}" for f in parse(text).frames
     ]
     focus = _focus(title, names, paras[0] if paras else "")
     dense = title if not paras else f"{title}. {paras[0]}"
