@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from repo_fixtures import make_repo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,3 +117,24 @@ def test_a_search_loads_neither_the_lab_nor_the_learning_code(tmp_path):
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["results"] > 0
     assert report["loaded"] == []
+
+
+def test_the_wheel_holds_llmc_only():
+    """What `pip install .` ships: the packages setuptools finds under pyproject's include
+    (``llmc*``) and their data; no lab package, protocol or question file among them."""
+    from setuptools import find_packages
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+; CI runs 3.11
+
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    packages = find_packages(str(ROOT), **tool["packages"]["find"])
+    assert "llmc" in packages and "llmc.search" in packages
+    assert [p for p in packages if not p.startswith("llmc")] == []
+    assert not [p for p in packages if ".protocol" in p or p.startswith("llmc.train")]
+    shipped_data = [
+        path
+        for pattern in tool["package-data"]["llmc"]
+        for path in (ROOT / "llmc").glob(pattern)
+        if path.suffix == ".jsonl"
+    ]
+    assert {p.parent.name for p in shipped_data} == {"sets"}  # llmc eval's three sets only
