@@ -26,7 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from llmc.eval import report as fmt  # noqa: E402
+from llmc.eval import tables as fmt  # noqa: E402
 from llmc.eval.projects import shipped_sets  # noqa: E402
 from llmc.eval.runner import evaluate_set  # noqa: E402
 

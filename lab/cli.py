@@ -103,7 +103,7 @@ def _every_kind(split: str, spec: str, projects: tuple[str, ...], max_queries: i
                 per_query: bool) -> None:  # fmt: skip
     import json
 
-    from lab.protocol import kinds, kinds_report, kinds_run
+    from lab.protocol import kinds, kinds_markdown, kinds_run
 
     tasks = kinds.parse_tasks(spec)
     if dry_run:
@@ -116,7 +116,7 @@ def _every_kind(split: str, spec: str, projects: tuple[str, ...], max_queries: i
     with render.RichProgress(enabled=not as_json and sys.stderr.isatty()) as progress:
         report = kinds_run.run_every_kind(split, tasks, projects, max_queries=max_queries,
                                           out=out, resume=resume, progress=progress)  # fmt: skip
-    text = kinds_report.markdown(report)
+    text = kinds_markdown.markdown(report)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "report.md").write_text(text, encoding="utf-8")
@@ -152,7 +152,7 @@ def print_protocol(report: ProtocolReport) -> None:
     from rich import box
     from rich.table import Table
 
-    from lab.protocol.report import tables
+    from lab.protocol.tables import tables
 
     con = render.console()
     for title, header, rows in tables(report):

@@ -4,7 +4,7 @@ their answers' documentation stripped (``corpus``, ``docstring``), the baselines
 would pick instead (``grep``; the ``rrf``, ``bm25-only``, ``dense-only`` variants), and
 bootstrap CIs and paired tests of every system (``run``, ``report``); every kind of query in
 one run, per kind and pooled, with the issue-28 verdicts (``kinds``, ``kinds_run``,
-``kinds_report``)."""
+``kinds_markdown``)."""
 
 from lab.protocol.run import SYSTEMS, TASKS, ProtocolReport, run_protocol
 from lab.protocol.splits import SPLITS, SplitProject, protocol_projects, select_projects

@@ -71,7 +71,7 @@ def union_report(
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
-    from lab.protocol.kinds_report import markdown
+    from lab.protocol.kinds_markdown import markdown
 
     ap = argparse.ArgumentParser(prog="python -m lab.protocol.kinds_union")
     ap.add_argument("reports", nargs="+", type=Path, help="report.json files of --tasks runs")

@@ -12,7 +12,7 @@ bootstrap CI (queries resampled within their project) and Wilcoxon signed-rank p
 how many queries moved up and down. Reports add Acc@1 and Acc@5.
 
 A tool for choosing a default on validation data; the lab's own report compares systems
-within one run (`kinds_report.py`).
+within one run (`kinds_markdown.py`).
 """
 
 from __future__ import annotations

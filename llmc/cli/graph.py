@@ -32,7 +32,7 @@ def graph_group() -> None:
 
 def _open_graph(root: Path) -> RepoGraph:
     from llmc.graph import load_graph
-    from llmc.graph.report import stale_warning
+    from llmc.graph.render import stale_warning
 
     graph = load_graph(root)
     warning = stale_warning(root, graph)
@@ -44,7 +44,7 @@ def _open_graph(root: Path) -> RepoGraph:
 def _graph_answer(graph: RepoGraph, query: str, as_json: bool, answer: Callable[[], T]) -> T:
     """Run ``answer()``; an ambiguous name prints its candidates on stdout and exits 2."""
     from llmc.errors import AmbiguousSymbolError
-    from llmc.graph.report import candidate_lines
+    from llmc.graph.render import candidate_lines
 
     try:
         return answer()
@@ -100,7 +100,7 @@ def _emit(as_json: bool, data: Any, lines: Callable[[], list[str]]) -> None:
 @json_option
 def graph_where_used_cmd(symbol: str, min_confidence: float, root: Path, as_json: bool) -> None:
     """Callers, importers, subclasses, tests and docs of SYMBOL."""
-    from llmc.graph.report import usage_lines
+    from llmc.graph.render import usage_lines
 
     if _daemon(root, "where-used", {"symbol": symbol, "min_confidence": min_confidence}, as_json):
         return
@@ -122,7 +122,7 @@ def graph_where_used_cmd(symbol: str, min_confidence: float, root: Path, as_json
 def graph_deps_cmd(target: str, depth: int | None, root: Path, as_json: bool) -> None:
     """What TARGET uses: calls, imports and bases, transitively up to --depth."""
     from llmc.config import load_config
-    from llmc.graph.report import deps_lines
+    from llmc.graph.render import deps_lines
 
     if _daemon(root, "deps", {"target": target, "depth": depth}, as_json):
         return
@@ -156,7 +156,7 @@ def graph_neighbors_cmd(
     target: str, edge_types: tuple[str, ...], direction: str, root: Path, as_json: bool
 ) -> None:
     """Every edge at TARGET, in and out, with type and confidence."""
-    from llmc.graph.report import neighbor_lines
+    from llmc.graph.render import neighbor_lines
 
     ask = {"target": target, "type": list(edge_types) or None, "direction": direction}
     if _daemon(root, "neighbors", ask, as_json):
@@ -180,7 +180,7 @@ def graph_neighbors_cmd(
 @json_option
 def graph_stats_cmd(top: int, root: Path, as_json: bool) -> None:
     """Counts by node kind and edge type, resolution rates, top nodes by PageRank."""
-    from llmc.graph.report import stats_lines
+    from llmc.graph.render import stats_lines
 
     if _daemon(root, "stats", {"top": top}, as_json):
         return

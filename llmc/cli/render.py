@@ -329,7 +329,7 @@ def print_eval(report: EvalReport, compared: bool) -> None:
     from rich import box
     from rich.table import Table
 
-    from llmc.eval import report as fmt
+    from llmc.eval import tables as fmt
 
     con = console()
     con.print(f"{report.set_name}: {report.n_queries} queries, k={report.k}, repo {report.root}")

@@ -19,7 +19,7 @@ from llmc.config import Config
 
 
 def _ambiguous(graph: Any, query: str, candidates: list[str], text: bool) -> dict[str, Any]:
-    from llmc.graph.report import candidate_lines
+    from llmc.graph.render import candidate_lines
 
     out: dict[str, Any] = {
         "query": query,
@@ -33,7 +33,7 @@ def _ambiguous(graph: Any, query: str, candidates: list[str], text: bool) -> dic
 
 def _open(root: Path) -> tuple[Any, list[str]]:
     from llmc.graph import load_graph
-    from llmc.graph.report import stale_warning
+    from llmc.graph.render import stale_warning
 
     graph = load_graph(root)
     warning = stale_warning(root, graph)
@@ -44,7 +44,7 @@ def where_used(
     root: Path, symbol: str, min_confidence: float = 0.5, text: bool = False
 ) -> dict[str, Any]:
     from llmc.errors import AmbiguousSymbolError
-    from llmc.graph.report import usage_lines
+    from llmc.graph.render import usage_lines
 
     graph, warnings = _open(root)
     try:
@@ -63,7 +63,7 @@ def deps(
     root: Path, cfg: Config, target: str, depth: int | None = None, text: bool = False
 ) -> dict[str, Any]:
     from llmc.errors import AmbiguousSymbolError
-    from llmc.graph.report import deps_lines
+    from llmc.graph.render import deps_lines
 
     graph, warnings = _open(root)
     depth = depth or cfg.graph.deps_depth
@@ -92,7 +92,7 @@ def neighbors(
     text: bool = False,
 ) -> dict[str, Any]:
     from llmc.errors import AmbiguousSymbolError
-    from llmc.graph.report import neighbor_lines
+    from llmc.graph.render import neighbor_lines
 
     graph, warnings = _open(root)
     try:
@@ -109,7 +109,7 @@ def neighbors(
 
 
 def stats(root: Path, top: int = 10, text: bool = False) -> dict[str, Any]:
-    from llmc.graph.report import stats_lines
+    from llmc.graph.render import stats_lines
 
     graph, warnings = _open(root)
     summary = graph.summary(top)

@@ -9,7 +9,7 @@ import pytest
 
 from llmc.config import Config
 from llmc.errors import EvalError
-from llmc.eval import report as fmt
+from llmc.eval import tables as fmt
 from llmc.eval.queries import EvalQuery, Judgment
 from llmc.eval.runner import (
     VARIANTS,

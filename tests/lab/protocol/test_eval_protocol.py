@@ -14,8 +14,8 @@ from lab.protocol import SYSTEMS, SplitProject, protocol_projects, run_protocol
 from lab.protocol.corpus import build_corpus, strip_jsdoc, strip_python_docstrings
 from lab.protocol.docstring import docstring_queries, documented, jsdoc_description
 from lab.protocol.grep import GrepSearcher, GrepSpan, grep_rank, query_terms
-from lab.protocol.report import markdown
 from lab.protocol.splits import parse_projects, select_projects
+from lab.protocol.tables import markdown
 from llmc.config import Config
 from llmc.errors import EvalError
 from llmc.eval.projects import NPM, RESERVED, Project, fetch_project

@@ -29,7 +29,7 @@ from lab.protocol.kinds import (
     pooled_verdict,
     summarize,
 )
-from lab.protocol.kinds_report import markdown
+from lab.protocol.kinds_markdown import markdown
 from lab.protocol.splits import SplitProject
 from llmc.errors import EvalError
 from llmc.eval.projects import Project

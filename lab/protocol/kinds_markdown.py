@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from lab.protocol.core import DEFAULT, REPORTS
 from lab.protocol.kinds import ACC, FILE_KINDS, Cell, EveryKindReport, KindNumbers, cells
-from lab.protocol.report import ci_cell, p_cell
+from lab.protocol.tables import ci_cell, p_cell
 
 LABELS = {
     "mrr@10": "MRR@10",
