@@ -1,5 +1,5 @@
 """Headings of Markdown and reStructuredText: the one parser behind doc spans
-(``index/chunk_docs.py``, one span a section) and the graph's doc sections
+(``index/chunk/docs.py``, one span a section) and the graph's doc sections
 (``graph/docs.py``, nested sections and the mentions in them), so the two always agree
 on where a section starts and what it is called.
 

@@ -2,7 +2,7 @@
 
 Each tree-sitter query walks the whole tree, which costs more than matching a few more
 patterns on the way. So the graph's tags query (``llmc.graph.extract.tags_walk``) rides in
-the chunker's walk (``llmc.index.chunk_code``) as an :class:`Also`. It lives here, below
+the chunker's walk (``llmc.index.chunk.code``) as an :class:`Also`. It lives here, below
 both: the graph is a lower layer than the indexer and never imports it.
 """
 

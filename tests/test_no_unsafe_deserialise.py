@@ -172,7 +172,7 @@ def test_the_parser_crash_check_hands_its_child_json(monkeypatch):
     import subprocess
 
     from llmc.config import IndexConfig
-    from llmc.index.chunk_pool import kills_its_parser
+    from llmc.index.chunk.pool import kills_its_parser
 
     cfg = IndexConfig(max_span_lines=40, exclude=["x/**"])
     text = "def f():\n    return 'caf\u00e9 \udcff'\n"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmc.search.hyde_report import HydeReport, Hypothesis, ThresholdStep
+from llmc.search.hyde.diagnostics import HydeReport, Hypothesis, ThresholdStep
 from llmc.search.types import (
     Explain,
     ExplainHit,

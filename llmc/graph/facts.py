@@ -1,6 +1,6 @@
 """One file's graph facts from the text the indexer read, where it chunks it.
 
-The chunk workers (``llmc.index.chunk_pool``) call :func:`encoded_facts` with the spans they
+The chunk workers (``llmc.index.chunk.pool``) call :func:`encoded_facts` with the spans they
 cut and the tree-sitter parse the chunker made, so a file is read and parsed once for both
 its spans and its graph facts, on every core; the indexer hands the JSON bytes
 (:mod:`llmc.graph.codec`, data only) to ``update_graph``, which checks and decodes them

@@ -35,7 +35,7 @@ from llmc.errors import LlmcError, StoreError
 from llmc.index import derived
 from llmc.index.backfill import Backfill, Coverage, coverage
 from llmc.index.chunk import CHUNK_POLICY_KEY, chunk_policy
-from llmc.index.chunk_pool import ChunkPool
+from llmc.index.chunk.pool import ChunkPool
 from llmc.index.facts_spool import FactsSpool, SpooledFacts
 from llmc.index.generated import SKIP_POLICY_KEY
 from llmc.index.parse_files import Parsed, facts_batches, parse_batches, split_by_stat

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llmc.config import Config
-from llmc.index.chunk_pool import Batch, ChunkPool
+from llmc.index.chunk.pool import Batch, ChunkPool
 from llmc.index.generated import Detector
 from llmc.index.parse_journal import JOURNAL_DIR, culprits
 from llmc.index.progress import Progress

@@ -3,7 +3,7 @@ names its culprit.
 
 A tree-sitter grammar's C code can crash the whole process (SIGSEGV, an abort) on input it
 was never tested with: no exception reaches Python. llmc guards the crashes it knows
-(``chunk_grammar.too_deep_for_grammar``); this covers the ones it does not. Every process that
+(``chunk.grammar.too_deep_for_grammar``); this covers the ones it does not. Every process that
 chunks (the indexer, each chunk worker) keeps ``.llmc/chunking/<pid>`` holding the path it
 is chunking now, rewritten before each file and removed when it is done. A file left
 behind by a process that no longer runs names the file it died on. The indexer reads them:

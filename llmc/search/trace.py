@@ -17,7 +17,7 @@ from llmc.search.types import StageNote
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from llmc.search.hyde_report import HydeReport
+    from llmc.search.hyde.diagnostics import HydeReport
     from llmc.search.types import Match, RankedList
 
 log = logging.getLogger(__name__)

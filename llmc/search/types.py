@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from llmc.search.hyde_report import HydeReport
+    from llmc.search.hyde.diagnostics import HydeReport
 
 CODE_ROUTE = "code"
 DOCS_ROUTE = "docs"

@@ -19,7 +19,7 @@ import llmc.graph.gather as gather
 from llmc.config import GraphConfig
 from llmc.graph import load_graph, update_graph
 from llmc.graph.model import FACTS_FILE, GRAPH_FILE, SCHEMA, SCHEMA_VERSION
-from llmc.index.chunk_pool import ChunkPool
+from llmc.index.chunk.pool import ChunkPool
 
 filler = pytest.fixture(name="filler")(filler_factory)
 
@@ -499,7 +499,7 @@ def test_random_edit_sequences_keep_incremental_equal_to_full(tmp_path, filler, 
 def _worker_facts(root, paths):
     """The facts (JSON) the indexer's chunk workers hand to ``update_graph``."""
     from llmc.config import IndexConfig
-    from llmc.index.chunk_pool import chunk_one
+    from llmc.index.chunk.pool import chunk_one
 
     out = {}
     for rel in paths:
@@ -577,7 +577,7 @@ def test_an_index_run_builds_the_graph_from_its_chunk_workers(tmp_path, monkeypa
     file, after the first run and after an edit."""
     from types import SimpleNamespace
 
-    import llmc.index.chunk_pool as chunk_pool
+    import llmc.index.chunk.pool as chunk_pool
     import llmc.index.indexer as indexer_module
     from llmc.config import load_config
     from llmc.index.indexer import Indexer
@@ -620,7 +620,7 @@ def test_a_small_edit_updates_the_graph_here_with_the_workers_facts(tmp_path, mo
     parsed again), and equals a full build."""
     from types import SimpleNamespace
 
-    import llmc.index.chunk_pool as chunk_pool
+    import llmc.index.chunk.pool as chunk_pool
     import llmc.index.indexer as indexer_module
     from llmc.config import load_config
     from llmc.index.indexer import Indexer

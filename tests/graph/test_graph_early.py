@@ -118,7 +118,7 @@ def test_an_index_run_whose_writes_fail_leaves_no_graph_and_no_waiting_worker(
     """With worker processes the graph update starts before the writes; a write that
     fails opens its gate without committing, so the worker writes nothing and the run
     ends with the write's error (it does not wait on the worker forever)."""
-    import llmc.index.chunk_pool as chunk_pool
+    import llmc.index.chunk.pool as chunk_pool
     import llmc.index.indexer as indexer_module
     from llmc.config import load_config
     from llmc.index.indexer import Indexer

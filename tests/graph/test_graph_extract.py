@@ -389,7 +389,7 @@ def test_tags_matches_from_the_chunkers_walk_equal_a_walk_of_their_own():
     from llmc.graph.extract import tags_walk
     from llmc.graph.facts import span_rows, with_span_defs
     from llmc.index.chunk import chunk_file
-    from llmc.index.chunk_pool import chunk_one
+    from llmc.index.chunk.pool import chunk_one
     from llmc.languages import detect_language
     from tests.graph.graph_helpers import FIXTURES
 

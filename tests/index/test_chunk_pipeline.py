@@ -12,10 +12,10 @@ import time
 from index_checks import index_killing_the_worker_on
 from repo_fixtures import make_repo
 
-import llmc.index.chunk_pool as chunk_pool
+import llmc.index.chunk.pool as chunk_pool
 import llmc.index.parse_files as parse_files
 from llmc.config import IndexConfig, load_config
-from llmc.index.chunk_pool import ChunkPool, chunk_one
+from llmc.index.chunk.pool import ChunkPool, chunk_one
 from llmc.index.indexer import Indexer
 from llmc.paths import db_path
 from llmc.store.db import Store

@@ -348,7 +348,7 @@ def test_a_chunk_worker_killed_mid_file_costs_the_run_nothing(tmp_path, monkeypa
     The file it held is parsed alone in a child process first; it does not crash there,
     so it is indexed with its grammar like every other file, and no journal entry stays."""
 
-    import llmc.index.chunk_pool as chunk_pool
+    import llmc.index.chunk.pool as chunk_pool
 
     big = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(24000))
     files = {"big.py": big, **{f"m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(8)}}
@@ -368,7 +368,7 @@ def test_warmed_chunk_workers_chunk_as_this_process_does():
     """``ChunkPool.warm`` starts the workers (and their imports) before the first files are
     handed over; what they return is what ``chunk_one`` returns here."""
     from llmc.config import IndexConfig
-    from llmc.index.chunk_pool import ChunkPool, chunk_one
+    from llmc.index.chunk.pool import ChunkPool, chunk_one
 
     cfg = IndexConfig()
     items = [(f"m{i}.py", f"class C{i}:\n    def f(self):\n        return g({i})\n", True)
@@ -385,7 +385,7 @@ def test_chunk_workers_collect_cycles_less_often():
     """The workers' cyclic GC runs every ``WORKER_GC_THRESHOLD[0]`` allocations, not 700."""
     import gc
 
-    from llmc.index.chunk_pool import WORKER_GC_THRESHOLD, ChunkPool
+    from llmc.index.chunk.pool import WORKER_GC_THRESHOLD, ChunkPool
 
     with ChunkPool(2) as pool:
         pool.workers, pool.parallel = 2, True

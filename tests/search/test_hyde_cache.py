@@ -11,7 +11,7 @@ from repo_fixtures import ScriptedLLM
 import llmc.search.hyde as hyde_mod
 from llmc.config import load_config
 from llmc.search import Searcher
-from llmc.search.hyde_cache import CACHE_NAME, HypothesisCache, cache_key
+from llmc.search.hyde.cache import CACHE_NAME, HypothesisCache, cache_key
 
 VAGUE = "how do I get my money back after buying something"
 ANSWER = "def refund(receipt_id):\n    return gateway.refund(receipt_id, reason='customer')"

@@ -8,7 +8,7 @@ import pytest
 
 from llmc.config import Config
 from llmc.search.hyde import HydeStage
-from llmc.search.hyde_rules import gate
+from llmc.search.hyde.rules import gate
 from llmc.search.router import fixed_route, route_query
 
 

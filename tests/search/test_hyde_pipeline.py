@@ -14,7 +14,7 @@ from repo_fixtures import user_config
 from llmc.cli import main
 from llmc.config import load_config
 from llmc.search import Searcher
-from llmc.search.hyde_rules import thresholds
+from llmc.search.hyde.rules import thresholds
 
 pytestmark = pytest.mark.slow  # a few real generations, a few seconds each on a busy CPU
 

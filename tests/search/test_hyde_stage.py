@@ -10,7 +10,7 @@ from repo_fixtures import ScriptedLLM
 from llmc.config import load_config
 from llmc.errors import LLMTimeout, LLMUnavailable
 from llmc.search import Searcher
-from llmc.search.hyde_rules import MIN_TOKENS
+from llmc.search.hyde.rules import MIN_TOKENS
 
 VAGUE_DOCS = "how do I get my money back after buying something"
 VAGUE_CODE = "where is the money for a purchase given back to the customer"

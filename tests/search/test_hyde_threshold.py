@@ -11,7 +11,7 @@ import pytest
 from llmc.config import Config
 from llmc.errors import ConfigError
 from llmc.search.hyde import HydeStage
-from llmc.search.hyde_rules import check, clean, garbage, plan, step_down, thresholds
+from llmc.search.hyde.rules import check, clean, garbage, plan, step_down, thresholds
 from llmc.search.router import fixed_route, route_query
 from llmc.search.types import RouteDecision
 

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from llmc.index.chunk_emit import Ctx, emit, join_header, remainder_blocks
-from llmc.index.chunk_grammar import (
+from llmc.index.chunk.emit import Ctx, emit, join_header, remainder_blocks
+from llmc.index.chunk.grammar import (
     COMMENT,
     QUERY_DIR,
     comment_query,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from llmc.config import Config
 from llmc.errors import ConfigError
-from llmc.search.hyde_report import HydeReport
+from llmc.search.hyde.diagnostics import HydeReport
 from llmc.search.query import PASCAL_CASE, STOPWORDS, parse
 from llmc.search.types import (
     CODE_ROUTE,

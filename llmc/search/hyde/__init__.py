@@ -40,9 +40,9 @@ from llmc.config import Config
 from llmc.errors import ConfigError, LlmcError, LLMTimeout, LLMUnavailable
 from llmc.search import fusion, rocchio
 from llmc.search.budget import HYDE_LLM, HYDE_REST, Budget, explicit
-from llmc.search.hyde_cache import CACHE_NAME, HypothesisCache, cache_key
-from llmc.search.hyde_report import HydeReport, Hypothesis, ThresholdStep
-from llmc.search.hyde_rules import (
+from llmc.search.hyde.cache import CACHE_NAME, HypothesisCache, cache_key
+from llmc.search.hyde.diagnostics import HydeReport, Hypothesis, ThresholdStep
+from llmc.search.hyde.rules import (
     CHARS_PER_TOKEN,
     COOLDOWN_S,
     LANG_NAMES,

@@ -164,7 +164,7 @@ def kills_its_parser(rel: str, text: str, index_cfg: IndexConfig) -> bool:
     code = (
         "import json, sys\n"
         "from llmc.config import IndexConfig\n"
-        "from llmc.index.chunk_pool import chunk_one\n"
+        "from llmc.index.chunk.pool import chunk_one\n"
         "rel, text, cfg = json.loads(sys.stdin.buffer.read())\n"
         "chunk_one(rel, text, IndexConfig(**cfg), graph=True)\n"
     )

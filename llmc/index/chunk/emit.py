@@ -3,8 +3,8 @@
 ``Ctx`` is the file being chunked (path, lines, language, limits); ``emit`` appends the span
 of a 1-based inclusive line range, split into overlapping parts when longer than
 ``max_span_lines``; ``windows`` cuts a file without structure into line windows;
-``remainder_blocks`` emits the code between definitions. Used by ``chunk_code`` and
-``chunk_docs``; ``chunk.chunk_file`` picks between them.
+``remainder_blocks`` emits the code between definitions. Used by ``chunk.code`` and
+``chunk.docs``; ``chunk.chunk_file`` picks between them.
 """
 
 from __future__ import annotations

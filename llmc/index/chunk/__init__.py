@@ -34,9 +34,9 @@ import logging
 from typing import TYPE_CHECKING
 
 from llmc.config import IndexConfig
-from llmc.index.chunk_code import Also, code_spans
-from llmc.index.chunk_docs import PARAGRAPH_LINES, markdown_spans, paragraph_spans, rst_spans
-from llmc.index.chunk_emit import Ctx, split_lines, windows
+from llmc.index.chunk.code import Also, code_spans
+from llmc.index.chunk.docs import PARAGRAPH_LINES, markdown_spans, paragraph_spans, rst_spans
+from llmc.index.chunk.emit import Ctx, split_lines, windows
 from llmc.languages import has_grammar
 from llmc.types import CODE, DOC, Span
 

@@ -9,7 +9,7 @@ merged up to ``PARAGRAPH_LINES`` lines.
 from __future__ import annotations
 
 from llmc.headings import Heading, markdown_headings, rst_headings
-from llmc.index.chunk_emit import Ctx, emit, join_header, trim_blank
+from llmc.index.chunk.emit import Ctx, emit, join_header, trim_blank
 from llmc.types import Span
 
 PARAGRAPH_LINES = 40

@@ -5,7 +5,7 @@ language, ``queries/<lang>.scm`` (``definitions_query``); its comment node kinds
 query; and the combined query that finds definitions, comments and another query's
 matches (the graph's tags) in one walk of the tree (``defs_query``). Guards first: a file
 nested deeper than a grammar's scanner survives (``too_deep_for_grammar``) is never handed
-to it. ``chunk_code`` turns what these find into spans.
+to it. ``chunk.code`` turns what these find into spans.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-QUERY_DIR = Path(__file__).with_name("queries")
+QUERY_DIR = Path(__file__).parent.parent / "queries"  # llmc/index/queries/*.scm
 _local = threading.local()
 
 
