@@ -322,6 +322,15 @@ class DaemonConfig:
 
 
 @dataclass
+class TeamConfig:
+    """The team store (llmc.team): a shared index in PostgreSQL + pgvector (user-only)."""
+
+    url: str = ""  # postgresql://user@host:5432/db (no password: that is password_env's)
+    password_env: str = "LLMC_TEAM_PASSWORD"  # the environment variable holding the password
+    repo: str = ""  # this repository's name in the store; empty: its directory's name
+
+
+@dataclass
 class LearnConfig:
     """Labels, query log and per-repo tuning (llmc.learn): `llmc label`, `llmc tune`."""
 
@@ -352,6 +361,7 @@ class Config:
     eval: EvalConfig = field(default_factory=EvalConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
     learn: LearnConfig = field(default_factory=LearnConfig)
+    team: TeamConfig = field(default_factory=TeamConfig)
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
     # key → (value, file, why) for what a repository's llmc.toml tried to set and may not
     ignored: dict[str, tuple[Any, str, str]] = field(

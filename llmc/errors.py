@@ -24,7 +24,8 @@ errors from sqlite3, tantivy, ollama, HTTP... are wrapped into these where they 
     ├── HookError                  1  git hooks cannot be found or written
     ├── EvalError                  1  an eval query file, set or project is unusable
     ├── LearnError                 1  labels, mined sets or tuning cannot go on
-    └── TrainError                 1  a training project cannot be fetched or is not allowed
+    ├── TrainError                 1  a training project cannot be fetched or is not allowed
+    └── TeamError                  1  the team store cannot be reached, refuses or is newer
 """
 
 from __future__ import annotations
@@ -150,6 +151,11 @@ class TrainError(LlmcError):
     """A training project cannot be fetched, or is not allowed."""
 
 
+class TeamError(LlmcError):
+    """The team store (PostgreSQL) cannot be reached, refuses the credentials, holds a
+    schema this llmc does not know, or a publish lost to another."""
+
+
 __all__ = [
     "AlreadyRunning",
     "AmbiguousSymbolError",
@@ -170,6 +176,7 @@ __all__ = [
     "ModelError",
     "StoreError",
     "SymbolNotFoundError",
+    "TeamError",
     "TrainError",
     "UnsafeSocketError",
 ]

@@ -142,6 +142,7 @@ USER_SECTIONS: dict[str, str] = {
     "eval": _EVAL,
     "daemon": _DAEMON,
     "learn": _YOURS,
+    "team": _REACH,  # a repository must never point publishing at its own server
 }
 
 # Single keys that are the user's alone, and the reason.

@@ -5,7 +5,8 @@ hands the result to ``render``. Only this package imports click and rich.
 - ``index``: index, status, config;       ``search``: search;       ``graph``: graph *;
 - ``daemon``: daemon *, hooks *, mcp;     ``learn``: eval, label, tune;
 - ``doctor``: doctor;                     ``render``: everything printed;
-- ``workspace``: workspace * (and what search --workspace prints).
+- ``workspace``: workspace * (and what search --workspace prints);
+- ``team``: team push, team list (the team store).
 
 Results go to stdout, logs and progress to stderr.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import click
 
-from llmc.cli import daemon, doctor, graph, index, learn, search, workspace
+from llmc.cli import daemon, doctor, graph, index, learn, search, team, workspace
 from llmc.cli.options import LlmcGroup
 
 
@@ -24,7 +25,7 @@ def main() -> None:
     """Index a repository and search its code and docs, locally."""
 
 
-for _module in (index, search, graph, daemon, learn, doctor, workspace):
+for _module in (index, search, graph, daemon, learn, doctor, workspace, team):
     for _command in _module.COMMANDS:
         main.add_command(_command)
 

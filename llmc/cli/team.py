@@ -1,0 +1,73 @@
+"""`llmc team push|list`: publish this repository's index to the team store named in your
+user config (``[team] url``), and list what the store holds (logic: llmc/team/;
+docs/scale.md, docs/configuration.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from llmc.cli import render
+from llmc.cli.options import LlmcGroup, json_option, repo_option, setup_logging, verbose_option
+
+
+@click.group("team", cls=LlmcGroup)
+def team_group() -> None:
+    """The team store: a shared index in PostgreSQL + pgvector ([team] url in your user
+    config; the password in $LLMC_TEAM_PASSWORD or the variable team.password_env names)."""
+
+
+@team_group.command("push")
+@click.option("--as", "name", default=None, metavar="NAME",
+              help="The repository's name in the store (team.repo; default: its directory's).")  # fmt: skip
+@repo_option
+@json_option
+@verbose_option
+def push_cmd(name: str | None, root: Path, as_json: bool, verbose: int) -> None:
+    """Publish this repository's index: only files whose content changed are sent, vectors
+    as the local index holds them (never re-embedded); the store switches to the new
+    version in one step, so a publish that fails leaves the previous one in place.
+
+    --json: repo, generation, commit, files, spans, files_changed, files_removed,
+    spans_sent, spans_kept, vectors_sent, seconds, store (the URL without credentials)."""
+    from llmc.config import load_config
+    from llmc.team.publish import publish
+
+    setup_logging(verbose)
+    report = publish(root, load_config(root), name)
+    if as_json:
+        return render.print_json(report.to_json())
+    if not report.files_changed and not report.files_removed and report.generation:
+        click.echo(f"{report.repo} is up to date in {report.store} (version {report.generation})")
+        return
+    click.echo(
+        f"published {report.repo} to {report.store} (version {report.generation}): "
+        f"{report.files_changed} files changed, {report.files_removed} removed; "
+        f"{report.spans_sent} spans and {report.vectors_sent} vectors sent, "
+        f"{report.spans_kept} spans kept, in {report.seconds:.1f} s"
+    )
+
+
+@team_group.command("list")
+@repo_option
+@json_option
+def list_cmd(root: Path, as_json: bool) -> None:
+    """The repositories in the team store: version, commit, files, spans, when published."""
+    from llmc.config import load_config
+    from llmc.team.publish import published
+
+    rows = published(load_config(root))
+    if as_json:
+        return render.print_json({"repos": rows})
+    if not rows:
+        click.echo("the team store holds no repository yet (`llmc team push` publishes one)")
+    for r in rows:
+        commit = r["commit"][:12] or "-"
+        click.echo(render.printable(
+            f"{r['repo']}  version {r['generation']}  {commit}  {r['files']} files  "
+            f"{r['spans']} spans  {r['published_at']}"
+        ))  # fmt: skip
+
+
+COMMANDS = (team_group,)

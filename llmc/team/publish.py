@@ -1,0 +1,298 @@
+"""Publish a repository's local index to the team store: incremental and all-or-nothing.
+
+A publish compares the local files' content hashes with the store's current generation of
+the repository and writes a new generation (a new shard, llmc/team/schema.py): the rows of
+unchanged files are copied inside the server, the changed files' spans and vectors are sent
+from the local index (span ids and vectors as they are there: nothing is re-embedded), and
+one transaction points the repository at the new shard. A publish killed at any step before
+that leaves the previous generation searchable; its half-written shard is dropped by the
+next publish. An unchanged repository writes nothing (``files_changed`` 0, ``spans_sent`` 0).
+Two publishes of one repository do not run at once (an advisory lock).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from llmc.config import Config
+from llmc.errors import TeamError
+from llmc.team.connect import connect, shown_url
+from llmc.team.schema import (
+    CATEGORIES,
+    ensure_schema,
+    shard_indexes,
+    shard_name,
+    shard_tables,
+    stale_shards,
+)
+
+SPAN_COLUMNS = (
+    "id", "path", "lang", "category", "kind", "symbol", "qualname", "start_line", "end_line",
+    "part", "signature", "docstring", "header", "text", "words",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PublishReport:
+    """What a publish did (`llmc team push --json`)."""
+
+    repo: str
+    store: str  # the store's URL, without credentials
+    generation: int
+    commit: str
+    files: int
+    spans: int
+    files_changed: int = 0
+    files_removed: int = 0
+    spans_sent: int = 0
+    spans_kept: int = 0
+    vectors_sent: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Local:
+    """The local index, as a publish reads it."""
+
+    hashes: dict[str, str]  # path -> content hash
+    facts: dict[str, tuple[str | None, str | None]]  # path -> (lang, category)
+    spaces: dict[str, dict[str, Any]]  # category -> {"model": ..., "dim": ...}
+
+
+def repo_name(root: Path, cfg: Config, name: str | None = None) -> str:
+    chosen = (name or cfg.team.repo or root.resolve().name).strip()
+    if not chosen or len(chosen) > 200 or any(ord(c) < 32 for c in chosen):
+        raise TeamError(f"not a usable repository name for the team store: {chosen!r}")
+    return chosen
+
+
+def head_commit(root: Path) -> str:
+    """The repository's HEAD commit, or '' outside git."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--verify", "-q", "HEAD"],
+            capture_output=True, text=True, timeout=10, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def publish(root: Path, cfg: Config, name: str | None = None) -> PublishReport:
+    """Publish ``root``'s index as ``name`` (``team.repo``, else the directory's name)."""
+    from llmc.paths import db_path
+    from llmc.store.db import Store
+
+    started = time.perf_counter()
+    repo = repo_name(root, cfg, name)
+    store = Store(db_path(root), readonly=True)
+    try:
+        local = _read_local(store)
+        conn = connect(cfg.team, autocommit=True)
+        try:
+            ensure_schema(conn)
+            with _publish_lock(conn, repo):
+                report = _publish(conn, store, local, repo, head_commit(root))
+        finally:
+            conn.close()
+    finally:
+        store.close()
+    out = asdict(report) | {"store": shown_url(cfg.team.url)}
+    out["seconds"] = round(time.perf_counter() - started, 3)
+    return PublishReport(**out)
+
+
+def _read_local(store: Any) -> _Local:
+    missing = store.span_ids_missing_vectors()
+    if missing:
+        raise TeamError(
+            f"{len(missing)} spans of this index have no vector yet: run `llmc index` (or let "
+            "the daemon finish) before publishing, so the team store gets every vector"
+        )
+    files = store.files()
+    spaces = {}
+    for category in CATEGORIES:
+        space = store.vector_space(category)
+        if space is not None:
+            spaces[category] = {"model": space.model_id, "dim": space.dim}
+    return _Local(
+        hashes={p: f.content_hash for p, f in files.items()},
+        facts={p: (f.lang, f.category) for p, f in files.items()},
+        spaces=spaces,
+    )
+
+
+class _publish_lock:
+    """The session-level advisory lock of one repository's publishes (none waits)."""
+
+    def __init__(self, conn: Any, repo: str):
+        self.conn, self.repo = conn, repo
+
+    def __enter__(self) -> None:
+        row = self.conn.execute(
+            "SELECT pg_try_advisory_lock(hashtext('llmc.publish'), hashtext(%s))", (self.repo,)
+        ).fetchone()
+        if not row[0]:
+            raise TeamError(f"another publish of {self.repo} is running; try again when it ends")
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.execute(
+            "SELECT pg_advisory_unlock(hashtext('llmc.publish'), hashtext(%s))", (self.repo,)
+        )
+
+
+def _publish(conn: Any, store: Any, local: _Local, repo: str, commit: str) -> PublishReport:
+    row = conn.execute(
+        "SELECT shard, generation, spaces, commit FROM llmc.repos WHERE name = %s", (repo,)
+    ).fetchone()
+    old_shard, old_gen, old_spaces, old_commit = row if row else (None, 0, None, "")
+    for leftover in stale_shards(conn, repo, keep=old_shard):
+        conn.execute(f"DROP SCHEMA {leftover} CASCADE")  # a killed publish's half shard
+    old_hashes = (
+        dict(conn.execute(f"SELECT path, hash FROM {old_shard}.files").fetchall())
+        if old_shard
+        else {}
+    )
+    same_space = old_spaces == local.spaces
+    changed = sorted(p for p, h in local.hashes.items() if old_hashes.get(p) != h)
+    removed = sorted(set(old_hashes) - set(local.hashes))
+    kept = sorted(set(local.hashes) - set(changed))
+    if old_shard and not changed and not removed and same_space:
+        if commit != old_commit:
+            conn.execute("UPDATE llmc.repos SET commit = %s WHERE name = %s", (commit, repo))
+        spans = conn.execute(f"SELECT count(*) FROM {old_shard}.spans").fetchone()[0]
+        return PublishReport(repo, "", old_gen, commit, len(local.hashes), spans)
+    shard = shard_name(repo, old_gen + 1)
+    dims = {c: int(s["dim"]) for c, s in local.spaces.items()}
+    with conn.transaction():
+        for sql in shard_tables(shard, dims):
+            conn.execute(sql)
+    spans_kept = _copy_kept(conn, old_shard, shard, kept, dims if same_space else {})
+    resend = kept if not same_space else []
+    sent, vectors = _send(conn, store, shard, local, changed, resend, dims)
+    for sql in shard_indexes(shard, dims):
+        conn.execute(sql)
+    total = conn.execute(f"SELECT count(*) FROM {shard}.spans").fetchone()[0]
+    with conn.transaction():  # the swap: readers see the old generation or this one
+        _swap(conn, repo, shard, old_gen, commit, len(local.hashes), total, local.spaces)
+    if old_shard:
+        conn.execute(f"DROP SCHEMA {old_shard} CASCADE")
+    return PublishReport(
+        repo, "", old_gen + 1, commit, len(local.hashes), total, files_changed=len(changed),
+        files_removed=len(removed), spans_sent=sent, spans_kept=spans_kept, vectors_sent=vectors,
+    )  # fmt: skip
+
+
+def _copy_kept(conn: Any, old: str | None, new: str, paths: Sequence[str], dims: dict) -> int:
+    """Copy the unchanged files' rows (and, when the vector spaces are the same, their
+    vectors) from the old shard inside the server; how many spans."""
+    if not old or not paths:
+        return 0
+    cols = ", ".join(SPAN_COLUMNS)
+    with conn.transaction():
+        conn.execute(
+            f"INSERT INTO {new}.files SELECT * FROM {old}.files WHERE path = ANY(%s)", (paths,)
+        )
+        n = conn.execute(
+            f"INSERT INTO {new}.spans ({cols}) SELECT {cols} FROM {old}.spans WHERE path = ANY(%s)",
+            (paths,),
+        ).rowcount
+        for category in dims:
+            conn.execute(
+                f"INSERT INTO {new}.vec_{category} SELECT v.* FROM {old}.vec_{category} v "
+                f"JOIN {new}.spans s ON s.id = v.span_id"
+            )
+    return n
+
+
+def _send(
+    conn: Any, store: Any, shard: str, local: _Local, changed: Sequence[str],
+    vectors_only: Sequence[str], dims: dict[str, int],
+) -> tuple[int, int]:  # fmt: skip
+    """Send the changed files (rows, spans, vectors) and the vectors of ``vectors_only``
+    (a changed embedding space) from the local index; (spans sent, vectors sent)."""
+    from llmc.store.tokens import code_tokens
+
+    spans_sent = vectors_sent = 0
+    with conn.transaction(), conn.cursor() as cur:
+        with cur.copy(f"COPY {shard}.files (path, hash, lang, category) FROM STDIN") as copy:
+            for path in changed:
+                copy.write_row((path, local.hashes[path], *local.facts[path]))
+        ids: dict[str, list[int]] = {c: [] for c in dims}
+        with cur.copy(f"COPY {shard}.spans ({', '.join(SPAN_COLUMNS)}) FROM STDIN") as copy:
+            for stored in _spans(store, changed):
+                s = stored.span
+                words = " ".join(code_tokens(f"{s.header}\n{s.text}"))
+                copy.write_row((stored.id, s.path, s.lang, s.category, s.kind, s.symbol,
+                                s.qualname, s.start_line, s.end_line, s.part, s.signature,
+                                s.docstring, s.header, s.text, words))  # fmt: skip
+                if s.category in ids:
+                    ids[s.category].append(stored.id)
+                spans_sent += 1
+        for stored in _spans(store, vectors_only):
+            if stored.span.category in ids:
+                ids[stored.span.category].append(stored.id)
+        for category, wanted in ids.items():
+            with cur.copy(f"COPY {shard}.vec_{category} (span_id, v) FROM STDIN") as copy:
+                for start in range(0, len(wanted), 2000):
+                    found = store.vectors(category, wanted[start : start + 2000])
+                    for span_id, vector in found.items():
+                        copy.write_row((span_id, _vector_text(vector)))
+                        vectors_sent += 1
+    return spans_sent, vectors_sent
+
+
+def _spans(store: Any, paths: Sequence[str]) -> Iterator[Any]:
+    for path in paths:
+        yield from store.spans_for_path(path)
+
+
+def _vector_text(vector: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.8g}" for x in np.asarray(vector, dtype=np.float32)) + "]"
+
+
+def _swap(conn: Any, repo: str, shard: str, old_gen: int, commit: str, files: int,
+          spans: int, spaces: dict) -> None:  # fmt: skip
+    row = conn.execute(
+        "SELECT generation FROM llmc.repos WHERE name = %s FOR UPDATE", (repo,)
+    ).fetchone()
+    if (row[0] if row else 0) != old_gen:
+        raise TeamError(f"{repo} was published by someone else meanwhile; publish again")
+    conn.execute(
+        """INSERT INTO llmc.repos (name, shard, generation, commit, files, spans, spaces)
+           VALUES (%s, %s, %s, %s, %s, %s, %s)
+           ON CONFLICT (name) DO UPDATE SET shard = EXCLUDED.shard,
+             generation = EXCLUDED.generation, commit = EXCLUDED.commit,
+             files = EXCLUDED.files, spans = EXCLUDED.spans, spaces = EXCLUDED.spaces,
+             published_at = now()""",
+        (repo, shard, old_gen + 1, commit, files, spans, json.dumps(spaces)),
+    )
+
+
+def published(cfg: Config) -> list[dict[str, Any]]:
+    """Every repository in the store: name, generation, commit, files, spans, when."""
+    conn = connect(cfg.team, autocommit=True)
+    try:
+        ensure_schema(conn)
+        rows = conn.execute(
+            "SELECT name, generation, commit, files, spans, published_at FROM llmc.repos "
+            "ORDER BY name"
+        ).fetchall()
+    finally:
+        conn.close()
+    keys = ("repo", "generation", "commit", "files", "spans", "published_at")
+    return [dict(zip(keys, (*r[:5], r[5].isoformat()), strict=True)) for r in rows]
+
+
+__all__ = ["PublishReport", "head_commit", "publish", "published", "repo_name"]

@@ -1,0 +1,121 @@
+"""The team store's schema: created and versioned by llmc, one shard per repository.
+
+``llmc.meta`` holds the schema version; ``llmc.repos`` one row per published repository,
+naming the PostgreSQL schema (the *shard*) that holds its current generation. A shard has
+the repository's files (path, content hash), spans (as the local index holds them, span ids
+unchanged, with ``words``, llmc's code-aware tokens of the span (``store/tokens.py``, as
+the local BM25 index reads it), and their ``tsvector`` for full-text search) and one
+vector table per embedding category (pgvector, HNSW over cosine distance). A publish writes
+a new shard and swaps the pointer in one transaction, so readers see the old generation or
+the new one, never half of one (zoekt's model: a shard per repository, replaced whole).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+from llmc.errors import TeamError
+
+SCHEMA_VERSION = 1
+CATEGORIES = ("code", "doc")
+SHARD_PREFIX = "r_"
+
+_GLOBAL = (
+    "CREATE SCHEMA IF NOT EXISTS llmc",
+    "CREATE TABLE IF NOT EXISTS llmc.meta (key text PRIMARY KEY, value text NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS llmc.repos (
+        name text PRIMARY KEY,
+        shard text NOT NULL,
+        generation bigint NOT NULL,
+        commit text NOT NULL DEFAULT '',
+        files integer NOT NULL,
+        spans integer NOT NULL,
+        spaces jsonb NOT NULL,
+        published_at timestamptz NOT NULL DEFAULT now())""",
+)
+
+
+def ensure_schema(conn: Any) -> None:
+    """Create the global tables when missing; refuse a store of another schema version."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('llmc.schema'))")
+        for sql in _GLOBAL:
+            conn.execute(sql)
+        row = conn.execute("SELECT value FROM llmc.meta WHERE key = 'schema_version'").fetchone()
+        if row is None:
+            conn.execute(
+                "INSERT INTO llmc.meta (key, value) VALUES ('schema_version', %s)",
+                (str(SCHEMA_VERSION),),
+            )
+        elif row[0] != str(SCHEMA_VERSION):
+            raise TeamError(
+                f"the team store's schema is version {row[0]}; this llmc knows version "
+                f"{SCHEMA_VERSION}: use an llmc of the same version as the store"
+            )
+
+
+def shard_name(repo: str, generation: int) -> str:
+    """The PostgreSQL schema of ``repo``'s generation: ``r_<slug>_<hash>_g<generation>``
+    (a name any repository name maps to safely; the hash keeps similar names apart)."""
+    return f"{shard_prefix(repo)}g{generation}"
+
+
+def shard_prefix(repo: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "_", repo.lower()).strip("_")[:32] or "repo"
+    digest = hashlib.sha256(repo.encode()).hexdigest()[:8]
+    return f"{SHARD_PREFIX}{slug}_{digest}_"
+
+
+def shard_tables(shard: str, dims: dict[str, int]) -> list[str]:
+    """DDL of a new shard: files, spans and one vector table per category in ``dims``."""
+    out = [
+        f"CREATE SCHEMA {shard}",
+        f"CREATE TABLE {shard}.files (path text PRIMARY KEY, hash text NOT NULL, "
+        "lang text, category text)",
+        f"""CREATE TABLE {shard}.spans (
+            id bigint PRIMARY KEY, path text NOT NULL, lang text, category text, kind text,
+            symbol text, qualname text, start_line integer, end_line integer,
+            part integer, signature text, docstring text, header text, text text,
+            words text NOT NULL,
+            tokens tsvector GENERATED ALWAYS AS (to_tsvector('simple', words)) STORED)""",
+    ]
+    for category, dim in dims.items():
+        out.append(
+            f"CREATE TABLE {shard}.vec_{category} (span_id bigint PRIMARY KEY, v vector({dim}))"
+        )
+    return out
+
+
+def shard_indexes(shard: str, dims: dict[str, int]) -> list[str]:
+    """Indexes built once a shard is loaded (faster than maintaining them row by row)."""
+    out = [
+        f"CREATE INDEX ON {shard}.spans (path)",
+        f"CREATE INDEX ON {shard}.spans USING gin (tokens)",
+    ]
+    for category in dims:
+        out.append(f"CREATE INDEX ON {shard}.vec_{category} USING hnsw (v vector_cosine_ops)")
+    return out
+
+
+def stale_shards(conn: Any, repo: str, keep: str | None) -> list[str]:
+    """``repo``'s shards other than ``keep``: left by a publish that was killed, or by a
+    swap whose old generation was not dropped yet."""
+    prefix = shard_prefix(repo)
+    rows = conn.execute(
+        "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, %s)", (prefix,)
+    ).fetchall()
+    return [r[0] for r in rows if r[0] != keep and r[0][len(prefix) :].startswith("g")]
+
+
+__all__ = [
+    "CATEGORIES",
+    "SCHEMA_VERSION",
+    "ensure_schema",
+    "shard_indexes",
+    "shard_name",
+    "shard_prefix",
+    "shard_tables",
+    "stale_shards",
+]
