@@ -328,6 +328,7 @@ class TeamConfig:
     url: str = ""  # postgresql://user@host:5432/db (no password: that is password_env's)
     password_env: str = "LLMC_TEAM_PASSWORD"  # the environment variable holding the password
     repo: str = ""  # this repository's name in the store; empty: its directory's name
+    publish: bool = False  # publish after each index run of a git hook or the daemon
 
 
 @dataclass

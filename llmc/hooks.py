@@ -441,7 +441,8 @@ def _notify(root: Path, hook: str) -> str:
         from llmc.index.indexer import Indexer
 
         started = time.monotonic()
-        summary = Indexer(root, load_config(root), progress).run()
+        cfg = load_config(root)
+        summary = Indexer(root, cfg, progress).run()
         log.info(
             "%s: indexed %d files, removed %d in %.1fs (generation %d)",
             hook,
@@ -450,6 +451,9 @@ def _notify(root: Path, hook: str) -> str:
             time.monotonic() - started,
             summary.generation,
         )
+        from llmc.team.publish import publish_after_index
+
+        publish_after_index(root, cfg, hook)  # team.publish: to the team store
         return "indexed"
     finally:
         progress._release()

@@ -191,6 +191,15 @@ class Engine:
 
     # -- indexing ---------------------------------------------------------------------------
     def _index(self, progress: RunProgress, job: Job) -> Any:
+        """One reindex job; then, with ``team.publish``, a publish of what it left (a run
+        that leaves vectors to embed is published by the backfill that finishes them)."""
+        summary = self._index_run(progress, job)
+        from llmc.team.publish import publish_after_index
+
+        publish_after_index(self.root, self.cfg, f"daemon reindex #{job.id}")
+        return summary
+
+    def _index_run(self, progress: RunProgress, job: Job) -> Any:
         from llmc.index.indexer import Indexer
 
         cfg = self.cfg

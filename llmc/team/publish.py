@@ -13,6 +13,7 @@ Two publishes of one repository do not run at once (an advisory lock).
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
@@ -33,6 +34,8 @@ from llmc.team.schema import (
     shard_tables,
     stale_shards,
 )
+
+log = logging.getLogger(__name__)
 
 SPAN_COLUMNS = (
     "id", "path", "lang", "category", "kind", "symbol", "qualname", "start_line", "end_line",
@@ -111,6 +114,33 @@ def publish(root: Path, cfg: Config, name: str | None = None) -> PublishReport:
     out = asdict(report) | {"store": shown_url(cfg.team.url)}
     out["seconds"] = round(time.perf_counter() - started, 3)
     return PublishReport(**out)
+
+
+def publish_after_index(root: Path, cfg: Config, why: str) -> PublishReport | None:
+    """``team.publish``: publish after an index run (a git hook's, the daemon's). Never
+    raises: a failure is one warning in the log, and a run whose vectors are still being
+    embedded is published by the run that finishes them."""
+    if not (cfg.team.publish and cfg.team.url):
+        return None
+    from llmc.paths import db_path
+    from llmc.store.db import Store
+
+    try:
+        store = Store(db_path(root), readonly=True)
+        try:
+            pending = len(store.span_ids_missing_vectors())
+        finally:
+            store.close()
+        if pending:
+            log.info("%s: not published yet: %d spans await their vectors", why, pending)
+            return None
+        report = publish(root, cfg)
+    except TeamError as e:
+        log.warning("%s: not published to the team store: %s", why, e)
+        return None
+    log.info("%s: published %s (version %d): %d files changed, %d spans sent", why,
+             report.repo, report.generation, report.files_changed, report.spans_sent)  # fmt: skip
+    return report
 
 
 def _read_local(store: Any) -> _Local:
@@ -295,4 +325,11 @@ def published(cfg: Config) -> list[dict[str, Any]]:
     return [dict(zip(keys, (*r[:5], r[5].isoformat()), strict=True)) for r in rows]
 
 
-__all__ = ["PublishReport", "head_commit", "publish", "published", "repo_name"]
+__all__ = [
+    "PublishReport",
+    "head_commit",
+    "publish",
+    "publish_after_index",
+    "published",
+    "repo_name",
+]

@@ -232,3 +232,22 @@ def test_the_url_is_the_users_alone_and_holds_no_password(repo, tmp_path):
     (repo / "llmc.toml").write_text('[team]\nurl = "postgresql://evil.example/steal"\n')
     out = _run(repo, "team", "push", ok=False)
     assert "no team store configured" in out  # a repository cannot point publishing anywhere
+
+
+def test_a_git_hook_publishes_after_indexing_when_asked(repo, team_url):
+    from llmc import hooks
+
+    _run(repo, "team", "push", "--json")
+    (repo / "shop" / "discount.py").write_text("def apply_discount(total):\n    return total\n")
+    assert hooks.notify(repo, "post-commit") == "indexed"  # team.publish is off: not sent
+    assert _current(team_url)[1] == 1
+    user_config(f'[team]\nurl = "{team_url}"\nrepo = "shop"\npublish = true\n')
+    (repo / "shop" / "discount.py").write_text("def apply_discount(total):\n    return 0\n")
+    assert hooks.notify(repo, "post-commit") == "indexed"
+    shard, generation = _current(team_url)
+    assert generation == 2
+    with psycopg.connect(team_url) as conn:
+        text = conn.execute(
+            f"SELECT text FROM {shard}.spans WHERE path = 'shop/discount.py'"
+        ).fetchone()[0]
+    assert "return 0" in text
