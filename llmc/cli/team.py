@@ -1,5 +1,5 @@
-"""`llmc team push|list`: publish this repository's index to the team store named in your
-user config (``[team] url``), and list what the store holds (logic: llmc/team/;
+"""`llmc team push|list|rm`: publish this repository's index to the team store named in your
+user config (``[team] url``), list what the store holds, remove a repository from it (logic: llmc/team/;
 docs/scale.md, docs/configuration.md)."""
 
 from __future__ import annotations
@@ -68,6 +68,24 @@ def list_cmd(root: Path, as_json: bool) -> None:
             f"{r['repo']}  version {r['generation']}  {commit}  {r['files']} files  "
             f"{r['spans']} spans  {r['published_at']}"
         ))  # fmt: skip
+
+
+@team_group.command("rm")
+@click.argument("name")
+@repo_option
+@json_option
+def rm_cmd(name: str, root: Path, as_json: bool) -> None:
+    """Remove repository NAME from the team store (every version of it)."""
+    from llmc.config import load_config
+    from llmc.errors import TeamError
+    from llmc.team.publish import unpublish
+
+    removed = unpublish(load_config(root), name)
+    if as_json:
+        return render.print_json({"repo": name, "removed": removed})
+    if not removed:
+        raise TeamError(f"the team store holds no repository named {name!r} (`llmc team list`)")
+    click.echo(render.printable(f"removed {name} from the team store"))
 
 
 COMMANDS = (team_group,)

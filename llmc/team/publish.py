@@ -310,6 +310,22 @@ def _swap(conn: Any, repo: str, shard: str, old_gen: int, commit: str, files: in
     )
 
 
+def unpublish(cfg: Config, repo: str) -> bool:
+    """Remove ``repo`` from the store (its row, then its shards); False when it was not
+    there. Waits for no publish: one running holds the repository's lock and this refuses."""
+    conn = connect(cfg.team, autocommit=True)
+    try:
+        ensure_schema(conn)
+        with _publish_lock(conn, repo):
+            with conn.transaction():
+                gone = conn.execute("DELETE FROM llmc.repos WHERE name = %s", (repo,)).rowcount
+            for shard in stale_shards(conn, repo, keep=None):
+                conn.execute(f"DROP SCHEMA {shard} CASCADE")
+    finally:
+        conn.close()
+    return bool(gone)
+
+
 def published(cfg: Config) -> list[dict[str, Any]]:
     """Every repository in the store: name, generation, commit, files, spans, when."""
     conn = connect(cfg.team, autocommit=True)
@@ -332,4 +348,5 @@ __all__ = [
     "publish_after_index",
     "published",
     "repo_name",
+    "unpublish",
 ]

@@ -251,3 +251,16 @@ def test_a_git_hook_publishes_after_indexing_when_asked(repo, team_url):
             f"SELECT text FROM {shard}.spans WHERE path = 'shop/discount.py'"
         ).fetchone()[0]
     assert "return 0" in text
+
+
+def test_rm_takes_a_repository_out_of_the_store(repo, team_url):
+    _run(repo, "team", "push", "--json")
+    shard, _ = _current(team_url)
+    assert _run(repo, "team", "rm", "shop", "--json") == {"repo": "shop", "removed": True}
+    assert _run(repo, "team", "list", "--json") == {"repos": []}
+    with psycopg.connect(team_url) as conn:
+        left = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", (shard,))
+        assert left.fetchone()[0] == 0
+    out = _run(repo, "team", "rm", "shop", ok=False)
+    assert "no repository named 'shop'" in out
+    assert _run(repo, "team", "push", "--json")["generation"] == 1  # published anew
