@@ -31,11 +31,14 @@ def push_cmd(name: str | None, root: Path, as_json: bool, verbose: int) -> None:
 
     --json: repo, generation, commit, files, spans, files_changed, files_removed,
     spans_sent, spans_kept, vectors_sent, seconds, store (the URL without credentials)."""
+    import sys
+
     from llmc.config import load_config
     from llmc.team.publish import publish
 
     setup_logging(verbose)
-    report = publish(root, load_config(root), name)
+    with render.RichProgress(enabled=not as_json and sys.stderr.isatty()) as progress:
+        report = publish(root, load_config(root), name, progress)
     if as_json:
         return render.print_json(report.to_json())
     if not report.files_changed and not report.files_removed and report.generation:

@@ -25,6 +25,7 @@ import numpy as np
 
 from llmc.config import Config
 from llmc.errors import TeamError
+from llmc.index.progress import Progress, Silent
 from llmc.team.connect import connect, shown_url
 from llmc.team.schema import (
     CATEGORIES,
@@ -92,8 +93,11 @@ def head_commit(root: Path) -> str:
     return out.stdout.strip() if out.returncode == 0 else ""
 
 
-def publish(root: Path, cfg: Config, name: str | None = None) -> PublishReport:
-    """Publish ``root``'s index as ``name`` (``team.repo``, else the directory's name)."""
+def publish(
+    root: Path, cfg: Config, name: str | None = None, progress: Progress | None = None
+) -> PublishReport:
+    """Publish ``root``'s index as ``name`` (``team.repo``, else the directory's name);
+    ``progress`` hears its phases (copy, send, index, switch) and the files sent."""
     from llmc.paths import db_path
     from llmc.store.db import Store
 
@@ -106,7 +110,7 @@ def publish(root: Path, cfg: Config, name: str | None = None) -> PublishReport:
         try:
             ensure_schema(conn)
             with _publish_lock(conn, repo):
-                report = _publish(conn, store, local, repo, head_commit(root))
+                report = _publish(conn, store, local, repo, head_commit(root), progress or Silent())
         finally:
             conn.close()
     finally:
@@ -182,7 +186,9 @@ class _publish_lock:
         )
 
 
-def _publish(conn: Any, store: Any, local: _Local, repo: str, commit: str) -> PublishReport:
+def _publish(
+    conn: Any, store: Any, local: _Local, repo: str, commit: str, progress: Progress
+) -> PublishReport:
     row = conn.execute(
         "SELECT shard, generation, spaces, commit FROM llmc.repos WHERE name = %s", (repo,)
     ).fetchone()
@@ -208,12 +214,16 @@ def _publish(conn: Any, store: Any, local: _Local, repo: str, commit: str) -> Pu
     with conn.transaction():
         for sql in shard_tables(shard, dims):
             conn.execute(sql)
+    progress.phase("copying unchanged files in the store", None)
     spans_kept = _copy_kept(conn, old_shard, shard, kept, dims if same_space else {})
     resend = kept if not same_space else []
-    sent, vectors = _send(conn, store, shard, local, changed, resend, dims)
+    progress.phase("sending changed files", len(changed))
+    sent, vectors = _send(conn, store, shard, local, changed, resend, dims, progress)
+    progress.phase("building the store's indexes", None)
     for sql in shard_indexes(shard, dims):
         conn.execute(sql)
     total = conn.execute(f"SELECT count(*) FROM {shard}.spans").fetchone()[0]
+    progress.phase("switching to the new version", None)
     with conn.transaction():  # the swap: readers see the old generation or this one
         _swap(conn, repo, shard, old_gen, commit, len(local.hashes), total, local.spaces)
     if old_shard:
@@ -248,7 +258,7 @@ def _copy_kept(conn: Any, old: str | None, new: str, paths: Sequence[str], dims:
 
 def _send(
     conn: Any, store: Any, shard: str, local: _Local, changed: Sequence[str],
-    vectors_only: Sequence[str], dims: dict[str, int],
+    vectors_only: Sequence[str], dims: dict[str, int], progress: Progress,
 ) -> tuple[int, int]:  # fmt: skip
     """Send the changed files (rows, spans, vectors) and the vectors of ``vectors_only``
     (a changed embedding space) from the local index; (spans sent, vectors sent)."""
@@ -261,7 +271,7 @@ def _send(
                 copy.write_row((path, local.hashes[path], *local.facts[path]))
         ids: dict[str, list[int]] = {c: [] for c in dims}
         with cur.copy(f"COPY {shard}.spans ({', '.join(SPAN_COLUMNS)}) FROM STDIN") as copy:
-            for stored in _spans(store, changed):
+            for stored in _spans(store, changed, progress):
                 s = stored.span
                 words = " ".join(code_tokens(f"{s.header}\n{s.text}"))
                 copy.write_row((stored.id, s.path, s.lang, s.category, s.kind, s.symbol,
@@ -283,9 +293,11 @@ def _send(
     return spans_sent, vectors_sent
 
 
-def _spans(store: Any, paths: Sequence[str]) -> Iterator[Any]:
+def _spans(store: Any, paths: Sequence[str], progress: Progress | None = None) -> Iterator[Any]:
     for path in paths:
         yield from store.spans_for_path(path)
+        if progress is not None:
+            progress.advance()
 
 
 def _vector_text(vector: np.ndarray) -> str:
