@@ -138,3 +138,26 @@ def test_the_wheel_holds_llmc_only():
         if path.suffix == ".jsonl"
     ]
     assert {p.parent.name for p in shipped_data} == {"sets"}  # llmc eval's three sets only
+
+
+def store_connections(package_dir: Path) -> list[str]:
+    """``path:line`` of every ``<...>store.conn`` a module reaches for: the index's own
+    SQLite connection, past ``Store``'s methods."""
+    out = []
+    for path in sorted(package_dir.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Attribute) and node.attr == "conn"):
+                continue
+            owner = node.value
+            name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", "")
+            if name == "store":
+                out.append(f"{path.name}:{node.lineno}")
+    return out
+
+
+def test_search_reads_the_index_through_store_methods_only(tmp_path):
+    """The query path asks ``Store`` (spans, paths, files, vectors), never runs SQL on its
+    connection: one seam where an index held elsewhere (the team store) can answer."""
+    assert store_connections(ROOT / "llmc" / "search") == []
+    (tmp_path / "stage.py").write_text("def f(sources):\n    sources.store.conn.execute('x')\n")
+    assert store_connections(tmp_path) != []

@@ -161,16 +161,12 @@ def keep_evidence(
 
 
 def _indexed(store: Store, path: str) -> bool:
-    row = store.conn.execute("SELECT 1 FROM files WHERE path = ? LIMIT 1", (path,)).fetchone()
-    return row is not None
+    return store.has_file(path)
 
 
 def _named(store: Store, tail: str) -> list[str]:
     """Indexed paths ending in ``/`` + ``tail`` (at most 2: one is an answer, two a doubt)."""
-    rows = store.conn.execute(
-        "SELECT path FROM files WHERE substr(path, -?) = ? LIMIT 2", (len(tail) + 1, "/" + tail)
-    )
-    return [r[0] for r in rows]
+    return store.paths_ending(tail, limit=2)
 
 
 def exact_words(

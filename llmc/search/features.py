@@ -205,19 +205,11 @@ class MetaCache:
 
 def read_meta(store: Store, ids: Sequence[int]) -> dict[int, SpanMeta]:
     out: dict[int, SpanMeta] = {}
-    for start in range(0, len(ids), 500):
-        chunk = list(ids[start : start + 500])
-        marks = ",".join("?" * len(chunk))
-        rows = store.conn.execute(
-            "SELECT id, path, category, kind, symbol, qualname, start_line, end_line, part "
-            f"FROM spans WHERE id IN ({marks})",
-            chunk,
-        )
-        for row in rows:
-            out[int(row[0])] = SpanMeta(
-                int(row[0]), row[1], row[2], row[3], row[4] or "", row[5] or "",
-                int(row[6]), int(row[7]), int(row[8] or 0),
-            )  # fmt: skip
+    for row in store.span_rows(ids):
+        out[int(row[0])] = SpanMeta(
+            int(row[0]), row[1], row[2], row[3], row[4] or "", row[5] or "",
+            int(row[6]), int(row[7]), int(row[8] or 0),
+        )  # fmt: skip
     return out
 
 

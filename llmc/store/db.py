@@ -326,6 +326,44 @@ class Store(VectorTables):
         ).fetchall()
         return [_row_to_span(r) for r in rows]
 
+    def has_file(self, path: str) -> bool:
+        row = self.conn.execute("SELECT 1 FROM files WHERE path = ? LIMIT 1", (path,)).fetchone()
+        return row is not None
+
+    def paths_ending(self, tail: str, limit: int = 2) -> list[str]:
+        """Indexed paths ending in ``/`` + ``tail``, at most ``limit``."""
+        rows = self.conn.execute(
+            "SELECT path FROM files WHERE substr(path, -?) = ? LIMIT ?",
+            (len(tail) + 1, "/" + tail, limit),
+        )
+        return [r[0] for r in rows]
+
+    def span_rows(self, ids: Sequence[int]) -> list[tuple]:
+        """``(id, path, category, kind, symbol, qualname, start_line, end_line, part)`` of
+        span ids, without their texts (what the rankers' features read)."""
+        out: list[tuple] = []
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            out += self.conn.execute(
+                "SELECT id, path, category, kind, symbol, qualname, start_line, end_line, part "
+                f"FROM spans WHERE id IN ({marks})",
+                chunk,
+            ).fetchall()
+        return out
+
+    def code_languages(self) -> list[tuple[str, int]]:
+        """``(lang, spans)`` of the code spans, most spans first."""
+        return self.conn.execute(
+            "SELECT lang, count(*) FROM spans WHERE category = 'code' AND lang IS NOT NULL "
+            "GROUP BY lang ORDER BY 2 DESC"
+        ).fetchall()
+
+    def text_lengths(self, category: str) -> list[int]:
+        """The length of every span text of ``category``."""
+        rows = self.conn.execute("SELECT length(text) FROM spans WHERE category = ?", (category,))
+        return [r[0] for r in rows]
+
     def iter_spans(self, batch: int = 1000) -> Iterator[StoredSpan]:
         cursor = self.conn.execute(f"SELECT {SPAN_COLUMNS} FROM spans ORDER BY id")
         while rows := cursor.fetchmany(batch):

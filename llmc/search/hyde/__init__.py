@@ -431,20 +431,12 @@ class HydeStage:
         cap = self.cfg.hyde.max_tokens
         lang, caps = "Python", {}
         try:
-            rows = store.conn.execute(
-                "SELECT lang, count(*) FROM spans WHERE category = 'code' AND lang IS NOT NULL "
-                "GROUP BY lang ORDER BY 2 DESC"
-            ).fetchall()
+            rows = store.code_languages()
             programs = [r[0] for r in rows if r[0] not in NOT_PROGRAMS]
             if programs:
                 lang = LANG_NAMES.get(programs[0], programs[0].title())
             for category in ROUTE_CATEGORY.values():
-                sizes = [
-                    r[0]
-                    for r in store.conn.execute(
-                        "SELECT length(text) FROM spans WHERE category = ?", (category,)
-                    )
-                ]
+                sizes = store.text_lengths(category)
                 if sizes:
                     tokens = round(statistics.median(sizes) / CHARS_PER_TOKEN)
                     caps[category] = max(MIN_TOKENS, min(cap, tokens))
