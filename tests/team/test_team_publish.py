@@ -264,3 +264,37 @@ def test_rm_takes_a_repository_out_of_the_store(repo, team_url):
     out = _run(repo, "team", "rm", "shop", ok=False)
     assert "no repository named 'shop'" in out
     assert _run(repo, "team", "push", "--json")["generation"] == 1  # published anew
+
+
+def test_a_new_embedding_space_resends_every_vector_and_no_span(repo, team_url):
+    _run(repo, "team", "push", "--json")
+    with psycopg.connect(team_url) as conn:  # as if the store held another model's vectors
+        conn.execute(
+            "UPDATE llmc.repos SET spaces = jsonb_set(spaces, '{code,model}', '\"other\"')"
+        )
+    spans = _local_spans(repo)
+    out = _run(repo, "team", "push", "--json")
+    assert (out["files_changed"], out["spans_sent"], out["generation"]) == (0, 0, 2)
+    assert out["spans_kept"] == len(spans) == out["vectors_sent"]
+    shard, _ = _current(team_url)
+    with psycopg.connect(team_url) as conn:
+        n = conn.execute(f"SELECT count(*) FROM {shard}.vec_code").fetchone()[0]
+        n += conn.execute(f"SELECT count(*) FROM {shard}.vec_doc").fetchone()[0]
+    assert n == len(spans)
+
+
+def test_vectors_come_when_the_index_has_them_and_half_embedded_runs_wait(tmp_path, team_url):
+    root = make_repo(tmp_path / "plain", FILES)
+    user_config(f'[team]\nurl = "{team_url}"\n')
+    assert CliRunner().invoke(main, ["index", str(root), "-q", "--no-vectors"]).exit_code == 0
+    first = _run(root, "team", "push", "--json")  # no embedding space yet: spans alone
+    assert first["vectors_sent"] == 0 and first["spans_sent"] > 0
+    assert CliRunner().invoke(main, ["index", str(root), "-q"]).exit_code == 0
+    spans = _local_spans(root)
+    second = _run(root, "team", "push", "--json")  # the space appeared: vectors, no span
+    assert (second["spans_sent"], second["vectors_sent"]) == (0, len(spans))
+    (root / "shop" / "cart.py").write_text(FILES["shop/cart.py"] + "\n\ndef empty():\n    pass\n")
+    assert CliRunner().invoke(main, ["index", str(root), "-q", "--no-vectors"]).exit_code == 0
+    out = _run(root, "team", "push", ok=False)  # some spans of the space lack their vector
+    assert "have no vector yet" in out and len(out.strip().splitlines()) == 1
+    assert _current(team_url, "plain")[1] == 2  # the store kept its last whole version
