@@ -17,6 +17,7 @@ import logging
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -106,13 +107,8 @@ def publish(
     store = Store(db_path(root), readonly=True)
     try:
         local = _read_local(store)
-        conn = connect(cfg.team, autocommit=True)
-        try:
-            ensure_schema(conn)
-            with _publish_lock(conn, repo):
-                report = _publish(conn, store, local, repo, head_commit(root), progress or Silent())
-        finally:
-            conn.close()
+        with store_session(cfg) as conn, _publish_lock(conn, repo):
+            report = _publish(conn, store, local, repo, head_commit(root), progress or Silent())
     finally:
         store.close()
     out = asdict(report) | {"store": shown_url(cfg.team.url)}
@@ -126,19 +122,11 @@ def publish_after_index(root: Path, cfg: Config, why: str) -> PublishReport | No
     embedded is published by the run that finishes them."""
     if not (cfg.team.publish and cfg.team.url):
         return None
-    from llmc.paths import db_path
-    from llmc.store.db import Store
-
     try:
-        store = Store(db_path(root), readonly=True)
-        try:
-            pending = len(store.span_ids_missing_vectors())
-        finally:
-            store.close()
-        if pending:
-            log.info("%s: not published yet: %d spans await their vectors", why, pending)
-            return None
         report = publish(root, cfg)
+    except VectorsPending as e:
+        log.info("%s: not published yet: %d spans await their vectors", why, e.pending)
+        return None
     except TeamError as e:
         log.warning("%s: not published to the team store: %s", why, e)
         return None
@@ -147,13 +135,32 @@ def publish_after_index(root: Path, cfg: Config, why: str) -> PublishReport | No
     return report
 
 
+class VectorsPending(TeamError):
+    """The local index still has spans to embed: a publish now would miss their vectors."""
+
+    def __init__(self, pending: int):
+        super().__init__(
+            f"{pending} spans of this index have no vector yet: run `llmc index` (or let "
+            "the daemon finish) before publishing, so the team store gets every vector"
+        )
+        self.pending = pending
+
+
+@contextmanager
+def store_session(cfg: Config) -> Iterator[Any]:
+    """A connection to the team store with its schema checked, closed afterwards."""
+    conn = connect(cfg.team, autocommit=True)
+    try:
+        ensure_schema(conn)
+        yield conn
+    finally:
+        conn.close()
+
+
 def _read_local(store: Any) -> _Local:
     missing = store.span_ids_missing_vectors()
     if missing:
-        raise TeamError(
-            f"{len(missing)} spans of this index have no vector yet: run `llmc index` (or let "
-            "the daemon finish) before publishing, so the team store gets every vector"
-        )
+        raise VectorsPending(len(missing))
     files = store.files()
     spaces = {}
     for category in CATEGORIES:
@@ -325,36 +332,28 @@ def _swap(conn: Any, repo: str, shard: str, old_gen: int, commit: str, files: in
 def unpublish(cfg: Config, repo: str) -> bool:
     """Remove ``repo`` from the store (its row, then its shards); False when it was not
     there. Waits for no publish: one running holds the repository's lock and this refuses."""
-    conn = connect(cfg.team, autocommit=True)
-    try:
-        ensure_schema(conn)
-        with _publish_lock(conn, repo):
-            with conn.transaction():
-                gone = conn.execute("DELETE FROM llmc.repos WHERE name = %s", (repo,)).rowcount
-            for shard in stale_shards(conn, repo, keep=None):
-                conn.execute(f"DROP SCHEMA {shard} CASCADE")
-    finally:
-        conn.close()
+    with store_session(cfg) as conn, _publish_lock(conn, repo):
+        with conn.transaction():
+            gone = conn.execute("DELETE FROM llmc.repos WHERE name = %s", (repo,)).rowcount
+        for shard in stale_shards(conn, repo, keep=None):
+            conn.execute(f"DROP SCHEMA {shard} CASCADE")
     return bool(gone)
 
 
 def published(cfg: Config) -> list[dict[str, Any]]:
     """Every repository in the store: name, generation, commit, files, spans, when."""
-    conn = connect(cfg.team, autocommit=True)
-    try:
-        ensure_schema(conn)
+    with store_session(cfg) as conn:
         rows = conn.execute(
             "SELECT name, generation, commit, files, spans, published_at FROM llmc.repos "
             "ORDER BY name"
         ).fetchall()
-    finally:
-        conn.close()
     keys = ("repo", "generation", "commit", "files", "spans", "published_at")
     return [dict(zip(keys, (*r[:5], r[5].isoformat()), strict=True)) for r in rows]
 
 
 __all__ = [
     "PublishReport",
+    "VectorsPending",
     "head_commit",
     "publish",
     "publish_after_index",
