@@ -1,4 +1,5 @@
-"""Regenerate `.llmc.example` and the key tables of `docs/configuration.md` from llmc/config.py.
+"""Regenerate `.llmc.example` and the key tables of `docs/configuration.md` from the
+config's sections (llmc/config_sections.py).
 
 Each key's description is the comment on (or just above) its line in the dataclass, so the
 code, the example file and the docs cannot drift apart; tests/test_config.py checks that the
@@ -19,7 +20,7 @@ from llmc.config import Config
 from llmc.repo_config import user_only_reason
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT / "llmc" / "config.py"
+SOURCE = ROOT / "llmc" / "config_sections.py"  # the sections, a comment on each key
 BEGIN, END = "<!-- BEGIN KEYS (tools/gen_config_docs.py) -->", "<!-- END KEYS -->"
 
 
