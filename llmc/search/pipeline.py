@@ -41,7 +41,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -86,7 +86,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from llmc.models.device import Profile
     from llmc.search.answer import Answer
     from llmc.search.hyde import HydeStage
-    from llmc.store.file_lexical import FileIndex
 
 MAX_K = 1000
 RANKERS = ("fusion", "learned", "auto")
@@ -94,13 +93,16 @@ PLAIN_DEPTH = 100  # spans of the plain RRF order kept for a file-level answer
 PLAIN_KEPT = 64  # queries whose plain order a searcher keeps (a daemon's concurrent asks)
 
 Found = list[tuple[Candidate, SearchResult]]
+# what a Searcher reads from, given its root, config and thread limits: the local index
+# (``Sources``) or another reader behind the same methods (the team store's, llmc/team/)
+OpenSources = Callable[[Path, Config, ThreadLimiter], Sources]
 
 
 class Searcher:
     """Search one indexed repository. Reusable across queries and thread-safe (queries
     run one at a time); ``close()`` releases the store."""
 
-    def __init__(self, root: Path, cfg: Config):
+    def __init__(self, root: Path, cfg: Config, sources: OpenSources | None = None):
         self.root = Path(root).resolve()
         gate_state(self.root)  # before anything of .llmc/ is read: state that came with a clone
         self._tuned = TunedOverlay(self.root, cfg)  # `llmc tune`'s .llmc/tuned/
@@ -110,10 +112,9 @@ class Searcher:
         self.costs = budget.CostModel(budget.costs_path(self.root))  # learned stage costs
         self._lock = threading.RLock()
         self._threads = ThreadLimiter(cfg.search.blas_threads, cfg.search.torch_threads)
-        self.sources = Sources(self.root, self.cfg, self._threads)
+        self.sources = (sources or Sources)(self.root, self.cfg, self._threads)
         self._hyde_stage: HydeStage | None = None
         self._ranker: learned.LearnedStage | None = None
-        self._files: FileIndex | None = None  # the whole-file index, opened when first asked
         self._plain: OrderedDict[str, tuple[RankedList, ...]] = OrderedDict()  # plain_files
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -140,7 +141,7 @@ class Searcher:
                     if embedder is not None:
                         with self._threads.torch():
                             retrieve.embed_query(embedder, "warm up")
-                        self.sources.vector_matrix(category)  # the vectors, in memory
+                        self.sources.warm_vectors(category)  # the vectors, in memory
                 self._threads.rescan()
             hyde = self._hyde()
             if hyde is not None:  # HyDE's LLM provider resolved (not loaded) and its corpus
@@ -161,18 +162,8 @@ class Searcher:
         deleted since the last index run are left out."""
         if self.cfg.search.file_bm25_weight <= 0:
             return []
-        from llmc.paths import file_index_path
-        from llmc.store.file_lexical import FileIndex
-
         with self._lock:
-            try:
-                if self._files is None:
-                    self._files = FileIndex(file_index_path(self.root), readonly=True)
-                matches = self._files.search(query, limit)
-            except StoreError as e:
-                log.info("no whole-file list: %s", e)
-                return []
-        return [m.path for m in matches if (self.root / m.path).is_file()]
+            return self.sources.whole_files(query, limit)
 
     def plain_files(self, query: str) -> list[str]:
         """The paths of the plain BM25 + dense RRF order (top ``PLAIN_DEPTH`` spans) of

@@ -101,7 +101,7 @@ def _keep(chosen: list[tuple[Candidate, StoredSpan]], c: Candidate, stored: Stor
 def select(
     candidates: Sequence[Candidate],
     fetch: Callable[[list[int]], Mapping[int, StoredSpan]],
-    root: Path,
+    root: Path | None,
     k: int,
     max_per_file: int,
     batch: int = 0,
@@ -133,7 +133,7 @@ def select(
                 continue
             path = stored.span.path
             if path not in exists:
-                exists[path] = os.path.lexists(root / path)
+                exists[path] = root is None or os.path.lexists(root / path)
             if not exists[path]:
                 deleted.add(path)
                 continue
@@ -296,7 +296,7 @@ def present(
     scfg = sources.cfg.search
     cap = scfg.max_per_file if max_per_file is None else max_per_file
     wanted = max(k, CODE_LOOKAHEAD) if code_top > 0 else k
-    sel = select(fused, sources.spans, sources.root, wanted, cap)
+    sel = select(fused, sources.spans, sources.disk_root, wanted, cap)
     # the move is decided on the top max(k, CODE_LOOKAHEAD), then cut to k, so a smaller k
     # shows a prefix of the same order (k = 1 keeps prose first when prose leads)
     chosen, moved_from = code_within(sel.chosen, code_top)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from llmc.config import Config, EmbeddingConfig, RerankConfig
-from llmc.errors import IndexMissingError, LlmcError, ModelError
+from llmc.errors import IndexMissingError, LlmcError, ModelError, StoreError
 from llmc.paths import db_path, lexical_path
 from llmc.search import retrieve
 from llmc.search.threads import ThreadLimiter
@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from llmc.models.embedder import Embedder
     from llmc.models.reranker import Reranker
     from llmc.store.db import Store
+    from llmc.store.file_lexical import FileIndex
     from llmc.store.lexical import LexicalIndex
     from llmc.store.vectors import VectorMatrix
 
@@ -77,6 +78,7 @@ class Sources:
         self._queries = 0  # queries begun: the first one leaves the vectors on disk
         self._path_cache: dict[int, str] = {}
         self._spans: dict[int, StoredSpan] = {}  # this query's hydrated spans
+        self._files: FileIndex | None = None  # the whole-file index, opened when first asked
 
     @property
     def store(self) -> Store:
@@ -104,6 +106,7 @@ class Sources:
             self._store.close()
         self._store = None
         self.lexical = None
+        self._files = None
         self._matrices = {}
 
     def begin_query(self, cfg: Config) -> None:
@@ -125,7 +128,7 @@ class Sources:
             if lex_gen != self._lexical_generation:
                 if self._lexical_generation is not None:
                     with contextlib.suppress(Exception):
-                        self.lexical.index.reload()
+                        self.lexical.reload()
                 self._lexical_generation = lex_gen
             if lex_gen != generation:
                 trace.warn(
@@ -276,6 +279,32 @@ class Sources:
             matrix = self._matrices[category] = VectorMatrix(category)
         matrix.sync(self.store)
         return matrix
+
+    def warm_vectors(self, category: str) -> None:
+        """Bring ``category``'s vectors into memory now (``Searcher.warm``)."""
+        self.vector_matrix(category)
+
+    @property
+    def disk_root(self) -> Path | None:
+        """Where the indexed files are on disk: a result whose file is gone from there is
+        dropped (None: the index is the only copy, as in the team store)."""
+        return self.root
+
+    def whole_files(self, query: str, limit: int) -> list[str]:
+        """Paths best first by whole-file BM25 (``llmc.store.file_lexical``); empty when the
+        index has no whole-file index yet (built by the next ``llmc index``). Files deleted
+        since the last index run are left out."""
+        from llmc.paths import file_index_path
+        from llmc.store.file_lexical import FileIndex
+
+        try:
+            if self._files is None:
+                self._files = FileIndex(file_index_path(self.root), readonly=True)
+            matches = self._files.search(query, limit)
+        except StoreError as e:
+            log.info("no whole-file list: %s", e)
+            return []
+        return [m.path for m in matches if (self.root / m.path).is_file()]
 
     def embed_passages(self, category: str, texts: Sequence[str]) -> np.ndarray | None:
         """Texts embedded as passages of ``category`` (HyDE's hypotheses), or None."""

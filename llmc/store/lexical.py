@@ -210,6 +210,10 @@ class LexicalIndex:
         return count
 
     # -- reading ----------------------------------------------------------------------------
+    def reload(self) -> None:
+        """See the documents an index run committed since this was opened."""
+        self.index.reload()
+
     def query_terms(self, query: str) -> list[str]:
         """Analysed, de-duplicated query terms in first-seen order."""
         tokens = code_tokens(query)[: MAX_QUERY_TOKENS * 2]
