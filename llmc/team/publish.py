@@ -22,8 +22,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from llmc.config import Config
 from llmc.errors import TeamError
 from llmc.index.progress import Progress, Silent
@@ -35,14 +33,17 @@ from llmc.team.schema import (
     shard_name,
     shard_tables,
     stale_shards,
+    vector_literal,
 )
 
 log = logging.getLogger(__name__)
 
 SPAN_COLUMNS = (
     "id", "path", "lang", "category", "kind", "symbol", "qualname", "start_line", "end_line",
-    "part", "signature", "docstring", "header", "text", "words",
+    "part", "signature", "docstring", "header", "text", "lex_fields", "lex_terms", "lex_tfs",
+    "lens",
 )  # fmt: skip
+FILE_COLUMNS = ("path", "hash", "lang", "category", "lex_terms", "lex_tfs", "len")
 
 
 @dataclass(frozen=True)
@@ -269,24 +270,32 @@ def _send(
 ) -> tuple[int, int]:  # fmt: skip
     """Send the changed files (rows, spans, vectors) and the vectors of ``vectors_only``
     (a changed embedding space) from the local index; (spans sent, vectors sent)."""
-    from llmc.store.tokens import code_tokens
+    from llmc.store.file_lexical import file_text
+    from llmc.team.terms import file_terms, span_terms
 
     spans_sent = vectors_sent = 0
     with conn.transaction(), conn.cursor() as cur:
-        with cur.copy(f"COPY {shard}.files (path, hash, lang, category) FROM STDIN") as copy:
-            for path in changed:
-                copy.write_row((path, local.hashes[path], *local.facts[path]))
         ids: dict[str, list[int]] = {c: [] for c in dims}
+        file_rows = []
         with cur.copy(f"COPY {shard}.spans ({', '.join(SPAN_COLUMNS)}) FROM STDIN") as copy:
-            for stored in _spans(store, changed, progress):
-                s = stored.span
-                words = " ".join(code_tokens(f"{s.header}\n{s.text}"))
-                copy.write_row((stored.id, s.path, s.lang, s.category, s.kind, s.symbol,
-                                s.qualname, s.start_line, s.end_line, s.part, s.signature,
-                                s.docstring, s.header, s.text, words))  # fmt: skip
-                if s.category in ids:
-                    ids[s.category].append(stored.id)
-                spans_sent += 1
+            for path in changed:
+                spans = store.spans_for_path(path)
+                for stored in spans:
+                    s, lex = stored.span, span_terms(stored.span)
+                    copy.write_row((stored.id, s.path, s.lang, s.category, s.kind, s.symbol,
+                                    s.qualname, s.start_line, s.end_line, s.part, s.signature,
+                                    s.docstring, s.header, s.text, lex.fields, lex.terms,
+                                    lex.tfs, lex.lens))  # fmt: skip
+                    if s.category in ids:
+                        ids[s.category].append(stored.id)
+                    spans_sent += 1
+                text = file_text([(x.span.start_line, x.span.end_line, x.span.text or "")
+                                  for x in spans])  # fmt: skip
+                file_rows.append((path, local.hashes[path], *local.facts[path], *file_terms(text)))
+                progress.advance()
+        with cur.copy(f"COPY {shard}.files ({', '.join(FILE_COLUMNS)}) FROM STDIN") as copy:
+            for row in file_rows:
+                copy.write_row(row)
         for stored in _spans(store, vectors_only):
             if stored.span.category in ids:
                 ids[stored.span.category].append(stored.id)
@@ -295,20 +304,14 @@ def _send(
                 for start in range(0, len(wanted), 2000):
                     found = store.vectors(category, wanted[start : start + 2000])
                     for span_id, vector in found.items():
-                        copy.write_row((span_id, _vector_text(vector)))
+                        copy.write_row((span_id, vector_literal(vector)))
                         vectors_sent += 1
     return spans_sent, vectors_sent
 
 
-def _spans(store: Any, paths: Sequence[str], progress: Progress | None = None) -> Iterator[Any]:
+def _spans(store: Any, paths: Sequence[str]) -> Iterator[Any]:
     for path in paths:
         yield from store.spans_for_path(path)
-        if progress is not None:
-            progress.advance()
-
-
-def _vector_text(vector: np.ndarray) -> str:
-    return "[" + ",".join(f"{x:.8g}" for x in np.asarray(vector, dtype=np.float32)) + "]"
 
 
 def _swap(conn: Any, repo: str, shard: str, old_gen: int, commit: str, files: int,

@@ -3,9 +3,12 @@
 ``llmc.meta`` holds the schema version; ``llmc.repos`` one row per published repository,
 naming the PostgreSQL schema (the *shard*) that holds its current generation. A shard has
 the repository's files (path, content hash), spans (as the local index holds them, span ids
-unchanged, with ``words``, llmc's code-aware tokens of the span (``store/tokens.py``, as
-the local BM25 index reads it), and their ``tsvector`` for full-text search) and one
-vector table per embedding category (pgvector, HNSW over cosine distance). A publish writes
+unchanged, with their analysed terms per field: ``llmc/team/terms.py``), one vector table
+per embedding category (pgvector, HNSW over cosine distance), and what a version builds
+from them once loaded: one posting list per (field, term) (``postings``), one per term of
+the whole files (``file_postings``), and the documents' lengths and categories in one row
+each (``span_stats``, ``file_stats``), so a query fetches its terms' lists and scores them
+with BM25 as the local index does. A publish writes
 a new shard and swaps the pointer in one transaction, so readers see the old generation or
 the new one, never half of one (zoekt's model: a shard per repository, replaced whole).
 """
@@ -18,7 +21,7 @@ from typing import Any
 
 from llmc.errors import TeamError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: BM25 statistics (posting lists) instead of a tsvector
 CATEGORIES = ("code", "doc")
 SHARD_PREFIX = "r_"
 
@@ -56,6 +59,20 @@ def ensure_schema(conn: Any) -> None:
             )
 
 
+def check_schema(conn: Any) -> bool:
+    """Read-only (a replica answers it): False when nothing was ever published to the
+    store; TeamError when its schema is another version than this llmc's."""
+    if conn.execute("SELECT to_regclass('llmc.meta')").fetchone()[0] is None:
+        return False
+    row = conn.execute("SELECT value FROM llmc.meta WHERE key = 'schema_version'").fetchone()
+    if row is not None and row[0] != str(SCHEMA_VERSION):
+        raise TeamError(
+            f"the team store's schema is version {row[0]}; this llmc knows version "
+            f"{SCHEMA_VERSION}: use an llmc of the same version as the store"
+        )
+    return True
+
+
 def shard_name(repo: str, generation: int) -> str:
     """The PostgreSQL schema of ``repo``'s generation: ``r_<slug>_<hash>_g<generation>``
     (a name any repository name maps to safely; the hash keeps similar names apart)."""
@@ -73,13 +90,14 @@ def shard_tables(shard: str, dims: dict[str, int]) -> list[str]:
     out = [
         f"CREATE SCHEMA {shard}",
         f"CREATE TABLE {shard}.files (path text PRIMARY KEY, hash text NOT NULL, "
-        "lang text, category text)",
+        "lang text, category text, lex_terms text[] NOT NULL, lex_tfs integer[] NOT NULL, "
+        "len integer NOT NULL)",
         f"""CREATE TABLE {shard}.spans (
             id bigint PRIMARY KEY, path text NOT NULL, lang text, category text, kind text,
             symbol text, qualname text, start_line integer, end_line integer,
             part integer, signature text, docstring text, header text, text text,
-            words text NOT NULL,
-            tokens tsvector GENERATED ALWAYS AS (to_tsvector('simple', words)) STORED)""",
+            lex_fields smallint[] NOT NULL, lex_terms text[] NOT NULL,
+            lex_tfs integer[] NOT NULL, lens integer[] NOT NULL)""",
     ]
     for category, dim in dims.items():
         out.append(
@@ -89,14 +107,41 @@ def shard_tables(shard: str, dims: dict[str, int]) -> list[str]:
 
 
 def shard_indexes(shard: str, dims: dict[str, int]) -> list[str]:
-    """Indexes built once a shard is loaded (faster than maintaining them row by row)."""
+    """What a version builds once its rows are loaded: indexes (faster than maintaining
+    them row by row), the posting lists and the documents' statistics (``terms.py``)."""
     out = [
         f"CREATE INDEX ON {shard}.spans (path)",
-        f"CREATE INDEX ON {shard}.spans USING gin (tokens)",
+        f"CREATE INDEX ON {shard}.spans (symbol)",
+        f"CREATE INDEX ON {shard}.spans (qualname)",
+        f"""CREATE TABLE {shard}.postings AS
+            SELECT u.field, u.term, array_agg(s.id ORDER BY s.id) AS ids,
+                   array_agg(u.tf ORDER BY s.id) AS tfs
+            FROM {shard}.spans s, unnest(s.lex_fields, s.lex_terms, s.lex_tfs) AS u(field, term, tf)
+            GROUP BY u.field, u.term""",
+        f"CREATE UNIQUE INDEX ON {shard}.postings (term, field)",
+        f"""CREATE TABLE {shard}.span_stats AS
+            SELECT array_agg(id ORDER BY id) AS ids, array_agg(category ORDER BY id) AS cats,
+                   array_agg(lens ORDER BY id) AS lens FROM {shard}.spans""",
+        f"""CREATE TABLE {shard}.file_postings AS
+            SELECT u.term, array_agg(f.n ORDER BY f.n) AS ids, array_agg(u.tf ORDER BY f.n) AS tfs
+            FROM (SELECT row_number() OVER (ORDER BY path) AS n, * FROM {shard}.files) f,
+                 unnest(f.lex_terms, f.lex_tfs) AS u(term, tf)
+            GROUP BY u.term""",
+        f"CREATE UNIQUE INDEX ON {shard}.file_postings (term)",
+        f"""CREATE TABLE {shard}.file_stats AS
+            SELECT array_agg(path ORDER BY path) AS paths, array_agg(len ORDER BY path) AS lens
+            FROM {shard}.files""",
     ]
     for category in dims:
         out.append(f"CREATE INDEX ON {shard}.vec_{category} USING hnsw (v vector_cosine_ops)")
     return out
+
+
+def vector_literal(vector: Any) -> str:
+    """A vector as pgvector reads it (``[x,y,...]``), float32 digits kept."""
+    import numpy as np
+
+    return "[" + ",".join(f"{x:.8g}" for x in np.asarray(vector, dtype=np.float32)) + "]"
 
 
 def stale_shards(conn: Any, repo: str, keep: str | None) -> list[str]:
@@ -112,10 +157,12 @@ def stale_shards(conn: Any, repo: str, keep: str | None) -> list[str]:
 __all__ = [
     "CATEGORIES",
     "SCHEMA_VERSION",
+    "check_schema",
     "ensure_schema",
     "shard_indexes",
     "shard_name",
     "shard_prefix",
     "shard_tables",
     "stale_shards",
+    "vector_literal",
 ]

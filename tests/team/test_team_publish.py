@@ -89,8 +89,9 @@ def test_push_sends_everything_once_then_nothing(repo, team_url):
         rows = dict(conn.execute(f"SELECT id, text FROM {shard}.spans").fetchall())
         vectors = conn.execute(f"SELECT count(*) FROM {shard}.vec_code").fetchone()[0]
         vectors += conn.execute(f"SELECT count(*) FROM {shard}.vec_doc").fetchone()[0]
-        hit = conn.execute(
-            f"SELECT path FROM {shard}.spans WHERE tokens @@ to_tsquery('simple', 'apply_discount')"
+        hit = conn.execute(  # the built posting list of a symbol's term names its span
+            f"SELECT s.path FROM {shard}.postings p JOIN {shard}.spans s ON s.id = ANY(p.ids) "
+            "WHERE p.term = 'apply_discount' AND p.field = 0"
         ).fetchall()
     assert rows == {i: text for i, (_, text) in spans.items()}  # span ids carry over
     assert vectors == len(spans)
@@ -155,6 +156,9 @@ def test_a_publish_killed_before_its_switch_leaves_the_last_version(repo, team_u
             child.send_signal(signal.SIGKILL)
             child.wait(30)
     assert _current(team_url) == (shard, generation)  # still the last version
+    searched = _run(repo, "search", "--team", "empty cart", "--json")  # and it is searched
+    assert searched["repos"][0]["generation"] == generation
+    assert searched["results"] and "empty" not in {r["symbol"] for r in searched["results"]}
     with psycopg.connect(team_url) as conn:
         files = conn.execute(f"SELECT count(*) FROM {shard}.files").fetchone()[0]
     assert files == 3

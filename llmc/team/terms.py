@@ -1,0 +1,204 @@
+"""BM25 on the team store, scored as the local tantivy index scores it.
+
+Why not PostgreSQL's own full text: ``ts_rank`` is not BM25 (no idf, no length
+normalisation of that kind), and the learned rankers read BM25 scores as features, trained
+on tantivy's. So a shard keeps BM25's statistics instead: each span's analysed terms per
+field (the same code-aware tokens and English stemming as ``store/lexical.py``, analysed
+by tantivy's own analyser at publish), and the server folds them into one posting list per
+(field, term) when a version is built. A query fetches the posting lists of its terms (one
+round trip) and scores them here with tantivy's formula: ``idf = ln(1 + (N - df + 0.5) /
+(df + 0.5))``, ``k1`` 1.2, ``b`` 0.75, the document length quantised as tantivy stores it
+(Lucene's one-byte length code: exact up to 39 tokens, then 3 significant bits), the
+average length exact, each field boosted as ``FIELD_BOOSTS``. On a freshly built local
+index the scores agree to float rounding (tests/team/test_team_search.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from llmc.store.file_lexical import MAX_QUERY_TERMS as FILE_QUERY_TERMS
+from llmc.store.lexical import FIELD_BOOSTS, MAX_QUERY_TOKENS, span_fields
+from llmc.store.tokens import code_tokens
+from llmc.types import Span
+
+K1 = 1.2
+B = 0.75
+FIELDS = tuple(FIELD_BOOSTS)  # symbol, path, header, text: a field's number is its place here
+TEXT_FIELD = FIELDS.index("text")
+HEADER_FIELD = FIELDS.index("header")
+
+
+@lru_cache(maxsize=1)
+def _analyzer():
+    from llmc.store.lexical import _analyzer as tantivy_analyzer
+
+    return tantivy_analyzer()
+
+
+def analyse(tokens: Iterable[str]) -> list[str]:
+    """``tokens`` (code-aware) as the local index analyses them: lower-cased, stemmed, long
+    tokens dropped."""
+    joined = " ".join(tokens)
+    return [t for t in _analyzer().analyze(joined) if t] if joined else []
+
+
+@dataclass(frozen=True)
+class SpanTerms:
+    """A span's analysed terms as a shard stores them: parallel arrays (field, term, tf)
+    and its length in tokens per field."""
+
+    fields: list[int]
+    terms: list[str]
+    tfs: list[int]
+    lens: list[int]
+
+
+def span_terms(span: Span) -> SpanTerms:
+    path, symbol, header, text = span_fields(span)
+    by_field = {"symbol": symbol, "path": path, "header": header, "text": text}
+    fields: list[int] = []
+    terms: list[str] = []
+    tfs: list[int] = []
+    lens: list[int] = []
+    for number, name in enumerate(FIELDS):
+        analysed = analyse(by_field[name].split())
+        lens.append(len(analysed))
+        for term, tf in Counter(analysed).items():
+            fields.append(number)
+            terms.append(term)
+            tfs.append(tf)
+    return SpanTerms(fields, terms, tfs, lens)
+
+
+def file_terms(text: str) -> tuple[list[str], list[int], int]:
+    """A whole file's analysed terms, their counts and its length (the whole-file index)."""
+    analysed = analyse(code_tokens(text))
+    counts = Counter(analysed)
+    return list(counts), list(counts.values()), len(analysed)
+
+
+def query_terms(query: str) -> list[str]:
+    """Analysed, de-duplicated query terms in first-seen order (``LexicalIndex.query_terms``)."""
+    tokens = code_tokens(query)[: MAX_QUERY_TOKENS * 2]
+    return list(dict.fromkeys(analyse(tokens)))[:MAX_QUERY_TOKENS]
+
+
+def file_query_terms(query: str) -> list[str]:
+    return list(dict.fromkeys(analyse(code_tokens(query))))[:FILE_QUERY_TERMS]
+
+
+# -- tantivy's document length code ---------------------------------------------------------
+def _length_table() -> np.ndarray:
+    """Code → decoded length: Lucene's ``SmallFloat.byte4ToInt`` (24 exact values, then a
+    3-bit mantissa with an exponent), the table tantivy's fieldnorms decode through."""
+    out = []
+    for code in range(256):
+        if code < 24:
+            out.append(code)
+            continue
+        small = code - 24
+        bits, shift = small & 7, (small >> 3) - 1
+        out.append(24 + (bits if shift < 0 else (bits | 8) << shift))
+    return np.asarray(out, dtype=np.float64)
+
+
+LENGTHS = _length_table()
+
+
+def quantised(lengths: np.ndarray) -> np.ndarray:
+    """Each length as tantivy stores it: the largest table value not above it."""
+    codes = np.searchsorted(LENGTHS, lengths, side="right") - 1
+    return LENGTHS[np.clip(codes, 0, 255)]
+
+
+def idf(df: int | np.ndarray, n: int) -> np.ndarray:
+    return np.log1p((n - np.asarray(df, dtype=np.float64) + 0.5) / (np.asarray(df) + 0.5))
+
+
+@dataclass
+class DocStats:
+    """A shard's documents, by position: ids ascending, quantised lengths per field, the
+    average length per field (exact, as tantivy's) and each document's category."""
+
+    ids: np.ndarray  # int64, ascending
+    lengths: np.ndarray  # float64, (fields, docs): quantised
+    averages: np.ndarray  # float64, (fields,)
+    categories: np.ndarray  # object: category per document
+
+    @classmethod
+    def of(cls, ids: Sequence[int], lens: Sequence[Sequence[int]], cats: Sequence[str]):
+        order = np.argsort(np.asarray(ids, dtype=np.int64), kind="stable")
+        raw = np.asarray(lens, dtype=np.float64).reshape(len(ids), -1)[order].T
+        n = max(len(ids), 1)
+        return cls(
+            ids=np.asarray(ids, dtype=np.int64)[order],
+            lengths=quantised(raw),
+            averages=raw.sum(axis=1) / n,
+            categories=np.asarray(cats, dtype=object)[order],
+        )
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+Posting = tuple[np.ndarray, np.ndarray]  # (ids ascending, term frequencies)
+
+
+def bm25(
+    stats: DocStats,
+    postings: Mapping[tuple[int, str], Posting],
+    weights: Mapping[str, float],
+    boosts: Mapping[int, float],
+    mask: np.ndarray | None = None,
+    constant: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """BM25 of every document that holds a term: (positions, scores). ``weights`` is the
+    query's term → weight, ``boosts`` field number → boost; ``mask`` keeps documents (a
+    category); ``constant`` is added to each score (the category clause's own score)."""
+    n = len(stats)
+    scores = np.zeros(n, dtype=np.float64)
+    hit = np.zeros(n, dtype=bool)
+    for (field, term), (ids, tfs) in postings.items():
+        boost = boosts.get(field)
+        weight = weights.get(term)
+        if not boost or not weight or not len(ids):
+            continue
+        pos = np.searchsorted(stats.ids, ids)  # a posting's ids are the shard's own
+        norm = K1 * (1 - B + B * stats.lengths[field][pos] / stats.averages[field])
+        tf = tfs.astype(np.float64)
+        scores[pos] += boost * weight * float(idf(len(ids), n)) * (1 + K1) * tf / (tf + norm)
+        hit[pos] = True
+    if mask is not None:
+        hit &= mask
+    found = np.flatnonzero(hit)
+    return found, scores[found] + constant
+
+
+def top(positions: np.ndarray, scores: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    """The ``limit`` best (position, score), best first; ties by position (tantivy's
+    order for equal scores is by document address, which follows the ids here)."""
+    if not len(positions) or limit <= 0:
+        return []
+    order = np.lexsort((positions, -scores))[:limit]
+    return [(int(positions[i]), float(scores[i])) for i in order]
+
+
+__all__ = [
+    "FIELDS",
+    "DocStats",
+    "SpanTerms",
+    "bm25",
+    "file_query_terms",
+    "file_terms",
+    "idf",
+    "query_terms",
+    "quantised",
+    "span_terms",
+    "top",
+]
