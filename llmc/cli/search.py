@@ -215,13 +215,22 @@ def _search_batch(root: Path, cfg: Config, ask: dict[str, Any], as_json: bool) -
     "--workspace", "workspace", default=None, metavar="NAME",
     help="Search every repository of workspace NAME in one ranking (`llmc workspace`).",
 )  # fmt: skip
+@click.option(
+    "--team", "team", is_flag=True,
+    help="Search the team store ([team] url) instead of this repository: every published "
+    "repository in one ranking, each result naming its repository and commit.",
+)  # fmt: skip
+@click.option(
+    "--team-repo", "team_repos", multiple=True, metavar="NAME",
+    help="With --team: only this published repository (repeatable; `llmc team list`).",
+)  # fmt: skip
 @verbose_option
 def search_cmd(
     query: str, k: int | None, route: str | None, as_json: bool, explain: bool,
     by_file: bool, root: Path, no_bm25: bool, no_dense: bool, no_routing: bool, no_exact: bool,
     fusion: str | None, hyde: bool | None, graph: bool | None, rerank: bool | None,
     llm_rerank: bool | None, budget_ms: float | None, verbose: int,
-    workspace: str | None = None,
+    workspace: str | None = None, team: bool = False, team_repos: tuple[str, ...] = (),
 ) -> None:  # fmt: skip
     """Search code and docs for QUERY; `-` reads one query per stdin line (batch mode; a
     blank line answers with no results, keeping its place in --json output).
@@ -248,6 +257,12 @@ def search_cmd(
     ask = {"k": k, "route": route, "explain": explain}
     if by_file:
         ask["group"] = "file"
+    if team or team_repos:  # the team store's repositories, one ranking (llmc/team/search.py)
+        if workspace is not None:
+            raise click.UsageError("--team and --workspace do not go together")
+        from llmc.cli.team import search_team
+
+        return search_team(root, query, overrides, ask, team_repos, as_json)
     if workspace is not None:  # every member, one ranking (llmc/workspace.py)
         if by_file:  # as the daemon's /v1/search answers 400 for group: file with workspace
             raise click.UsageError("--files does not work with --workspace (spans only)")

@@ -92,3 +92,51 @@ def rm_cmd(name: str, root: Path, as_json: bool) -> None:
 
 
 COMMANDS = (team_group,)
+
+
+def search_team(
+    root: Path, query: str, overrides: dict, ask: dict, repos: tuple[str, ...], as_json: bool
+) -> None:
+    """`llmc search --team [--team-repo NAME ...] QUERY`: the published repositories (all,
+    or those named) in one ranking, each result naming its repository and commit. A daemon
+    of this repository answers warm when no search flag asks for other settings (it runs
+    the user's config, as this does); else this process searches."""
+    from llmc.config import load_config
+    from llmc.daemon.client import try_daemon
+    from llmc.team.search import TeamSearch
+
+    if query == "-":
+        raise click.UsageError("--team takes one query (batch mode `-` is per repository)")
+    params = {k: v for k, v in ask.items() if v is not None and k != "explain"}
+    out = None
+    if not any(v is not None for v in overrides.values()):
+        out = try_daemon(root, "search", {"query": query, "team": True, "repos": list(repos),
+                                          **params})  # fmt: skip
+    if out is None:
+        cfg = load_config(root)  # the user's [team] (a repository's llmc.toml cannot set it)
+        with TeamSearch(cfg, lambda r: load_config(r, overrides)) as team:
+            out = team.answer(query, repos, **params)
+    if as_json:
+        return render.print_json(out)
+    print_team(out)
+
+
+def print_team(out: dict) -> None:
+    from llmc.cli.workspace import print_workspace
+
+    if out.get("group") == "file":
+        con = render.console()
+        for rank, f in enumerate(out["files"], start=1):
+            con.print(f"{rank:>2}. {f['repo']}@{f['commit'][:12]} {f['path']}", markup=False)
+        for w in out["warnings"]:
+            render.console(stderr=True).print(f"warning: {w}", markup=False, style="yellow")
+        return
+    print_workspace(
+        {
+            **out,
+            "results": [
+                r | {"repo": f"{r['repo']}@{r['commit'][:12]}"} if r.get("commit") else r
+                for r in out["results"]
+            ],
+        }  # fmt: skip
+    )

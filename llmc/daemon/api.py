@@ -170,14 +170,21 @@ GROUPS = ("span", "file")
 
 def search(ctx: Context, p: dict) -> dict:
     check_known(
-        p, ("query", "q", "k", "route", "explain", "config", "extras", "workspace", "group")
-    )
+        p,
+        ("query", "q", "k", "route", "explain", "config", "extras", "workspace", "group",
+         "team", "repos"),
+    )  # fmt: skip
     if "q" in p and "query" not in p:
         p = {**p, "query": p["q"]}
     query = _str(p, "query", required=True, max_len=MAX_QUERY_CHARS)
     route = _choice(p, "route", ROUTES)
     by_file = _choice(p, "group", GROUPS) == "file"
     workspace = _str(p, "workspace", max_len=64)
+    repos = _names(p, "repos")
+    if _bool(p, "team") or repos is not None:
+        if workspace is not None:
+            raise bad("team and workspace do not go together: search one or the other")
+        return _search_team(ctx, p, query, route, repos or [], by_file)
     if workspace is not None:
         if by_file:
             raise bad("group 'file' is not available with workspace")
@@ -194,6 +201,39 @@ def search(ctx: Context, p: dict) -> dict:
         raise ApiError(409, "config_mismatch", str(e)) from e
     except RequestConfigError as e:  # a daemon setting, or a value out of bounds
         raise ApiError(400, "config_refused" if e.refused else "bad_request", str(e)) from e
+
+
+def _names(p: dict, name: str) -> list[str] | None:
+    value = p.get(name)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise bad(f"{name} must be a list of repository names")
+    if len(value) > 64 or any(len(v) > 200 for v in value):
+        raise bad(f"{name}: at most 64 names of at most 200 characters")
+    return value
+
+
+def _search_team(
+    ctx: Context, p: dict, query: str, route: str | None, repos: list[str], by_file: bool
+) -> dict:
+    """The team store named in this daemon's user config (never in the request: a client
+    cannot point the daemon at a server), searched by the one pipeline (llmc/team/search.py)."""
+    from llmc.errors import TeamError
+    from llmc.team.search import shared_team_search
+
+    if p.get("config") is not None:
+        raise bad("config is not available with team: team searches run the user's config")
+    try:
+        team = shared_team_search(ctx.engine.cfg)
+        return team.answer(
+            query, repos, k=_int(p, "k", 1, 1000), route=route, explain=_bool(p, "explain"),
+            group="file" if by_file else "span",
+        )  # fmt: skip
+    except TeamError as e:
+        raise ApiError(503, "team_unavailable", str(e)) from e
 
 
 def _search_workspace(ctx: Context, p: dict, name: str, query: str, route: str | None) -> dict:

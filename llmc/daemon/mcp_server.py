@@ -67,6 +67,19 @@ TOOLS: list[dict[str, Any]] = [
                         "names its repo."
                     ),
                 },
+                "team": {
+                    "type": "boolean",
+                    "description": (
+                        "Search the team store in the user's config (`llmc team list`) "
+                        "instead of this repository; each result names its repo and commit."
+                    ),
+                },
+                "repos": {
+                    "type": "array",
+                    "items": {"type": "string", "maxLength": 200},
+                    "maxItems": 64,
+                    "description": "With team: only these published repositories.",
+                },
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -187,8 +200,9 @@ def _render_search(out: dict[str, Any]) -> str:
     lines = [f"{len(out.get('results', []))} results for {out.get('query', '')!r}"]
     for i, r in enumerate(out.get("results", []), 1):
         where = f"{r['path']}:{r['start_line']}-{r['end_line']}"
-        if r.get("repo"):  # a workspace search: the member's short name first
-            where = f"{r['repo']}: {where}"
+        if r.get("repo"):  # a workspace or team search: the repository's name first
+            at = f"@{r['commit'][:12]}" if r.get("commit") else ""
+            where = f"{r['repo']}{at}: {where}"
         what = " ".join(x for x in (r.get("kind"), r.get("symbol")) if x)
         lines.append(f"\n{i}. {where} {what} (score {r.get('score', 0):.3f})")
         if r.get("snippet"):

@@ -43,9 +43,11 @@ def check_url(url: str) -> None:
         )
 
 
-def connect(team: TeamConfig, autocommit: bool = False) -> Any:
-    """A psycopg connection to the store (pgvector's types registered)."""
-    check_url(team.url)
+def connect(team: TeamConfig, autocommit: bool = False, search: bool = False) -> Any:
+    """A connection to the store; ``search``: to where searches read (``team.search_url``,
+    a read replica, when set), where nothing is ever written."""
+    url = (team.search_url or team.url) if search else team.url
+    check_url(url)
     try:
         import psycopg
     except ImportError as e:  # pragma: no cover - a core dependency
@@ -55,9 +57,11 @@ def connect(team: TeamConfig, autocommit: bool = False) -> Any:
     if password:
         kwargs["password"] = password
     try:
-        conn = psycopg.connect(team.url, **kwargs)
+        conn = psycopg.connect(url, **kwargs)
     except psycopg.OperationalError as e:
-        raise TeamError(_why(team, str(e))) from None
+        raise TeamError(_why(team, url, str(e))) from None
+    if search:  # reads only: a store with repositories in it has pgvector
+        return conn
     try:
         if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -66,15 +70,13 @@ def connect(team: TeamConfig, autocommit: bool = False) -> Any:
     except psycopg.Error as e:
         conn.close()
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise TeamError(
-            f"the team store at {shown_url(team.url)} has no pgvector: {first}"
-        ) from None
+        raise TeamError(f"the team store at {shown_url(url)} has no pgvector: {first}") from None
     return conn
 
 
-def _why(team: TeamConfig, message: str) -> str:
+def _why(team: TeamConfig, url: str, message: str) -> str:
     """One line for a failed connection, without anything the message may echo back."""
-    where = shown_url(team.url)
+    where = shown_url(url)
     low = message.lower()
     if "password" in low or "authentication" in low or "role" in low:
         source = f"${team.password_env}" if team.password_env else "no password"

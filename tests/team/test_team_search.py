@@ -1,0 +1,215 @@
+"""Searching the team store (a real PostgreSQL + pgvector) with the one search pipeline.
+
+BM25 computed from a shard's posting lists scores exactly as the local tantivy index does;
+a published repository answers with the same top 10 as its local index (spans and files);
+two published repositories answer `llmc search --team` in one ranking, each result naming
+its repository and commit; a warm searcher follows a newer publish (whose switch drops the
+shard it was reading); a store that is down or names no repository is one clear line.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+from click.testing import CliRunner
+from repo_fixtures import git, make_repo, user_config
+
+from llmc.cli import main
+
+SOURCES = Path(__file__).resolve().parents[2]
+CORPUS = [  # a real corpus: llmc's own search package and two of its docs
+    *sorted(p.relative_to(SOURCES) for p in (SOURCES / "llmc" / "search").glob("*.py")),
+    Path("docs/scale.md"),
+    Path("docs/configuration.md"),
+]
+QUERIES = [
+    "how does reciprocal rank fusion combine ranked lists",
+    "Searcher answer",
+    "latency budget for costly stages",
+    "drop results whose file was deleted since the index run",
+    "TunedOverlay",
+    "which route does the router choose for a question about docs",
+    "per-file cap on results",
+    "embed the query once per model",
+    "PostgreSQL pgvector replica",
+    "HyDE hypothesis cache",
+    "search/fusion.py",
+    "ValueError: unknown group",
+]
+
+
+def _run(root: Path, *args: str, ok: bool = True) -> dict | str:
+    result = CliRunner().invoke(main, [*args, "--repo", str(root)])
+    if ok:
+        assert result.exit_code == 0, result.output
+    else:
+        assert result.exit_code == 1, result.output
+        return result.output
+    return json.loads(result.stdout) if "--json" in args else result.output
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    """An indexed copy of the corpus, with vectors (module-wide: indexing costs seconds)."""
+    root = tmp_path_factory.mktemp("corpus") / "llmc-search"
+    for rel in CORPUS:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(SOURCES / rel, root / rel)
+    make_repo(root, {})
+    assert CliRunner().invoke(main, ["index", str(root), "-q"]).exit_code == 0
+    return root
+
+
+@pytest.fixture
+def published(corpus, team_url) -> Path:
+    user_config(f'[team]\nurl = "{team_url}"\n')
+    _run(corpus, "team", "push", "--json")
+    return corpus
+
+
+def _team(team_url: str):
+    from llmc.config import load_config
+    from llmc.team.search import TeamSearch
+
+    cfg = load_config(Path.cwd(), {"team.url": team_url})
+    return TeamSearch(cfg, lambda root: load_config(root, {"team.url": team_url}))
+
+
+def test_bm25_on_the_store_scores_as_tantivy(published, team_url, tmp_path):
+    from llmc.paths import db_path, file_index_path
+    from llmc.store.db import Store
+    from llmc.store.file_lexical import FileIndex
+    from llmc.store.lexical import LexicalIndex
+    from llmc.team.reader import ShardFiles, ShardLexical, ShardReader
+
+    store = Store(db_path(published), readonly=True)
+    local = LexicalIndex(tmp_path / "lexical")  # built fresh: no deleted documents' stats
+    local.rebuild(list(store.iter_spans()), 1)
+    files = FileIndex(file_index_path(published), readonly=True)
+    store.close()
+    reader = ShardReader(psycopg.connect(team_url, autocommit=True), "llmc-search")
+    team, team_files = ShardLexical(reader), ShardFiles(reader)
+    try:
+        assert team.num_docs() == local.num_docs()
+        for query in QUERIES:
+            for category in (None, "code", "doc"):
+                want = local.search(query, 20, category=category)
+                got = team.search(query, 20, category=category)
+                assert [h.span_id for h in got] == [h.span_id for h in want], (query, category)
+                np.testing.assert_allclose([h.score for h in got], [h.score for h in want],
+                                           rtol=1e-5)  # fmt: skip
+            boosted = {"symbol": 5.0, "text": 0.5}
+            assert [h.span_id for h in team.search(query, 10, field_boosts=boosted)] == [
+                h.span_id for h in local.search(query, 10, field_boosts=boosted)
+            ]
+            want_files = [(m.path, round(m.score, 4)) for m in files.search(query, 10)]
+            assert [(m.path, round(m.score, 4)) for m in team_files.search(query, 10)] == want_files
+            terms = local.query_terms(query)
+            assert team.document_frequencies(terms) == local.document_frequencies(terms)
+        message = "the index is not open"
+        assert [h.span_id for h in team.containing_all(message, 5)] == [
+            h.span_id for h in local.containing_all(message, 5)
+        ]
+        assert team.containing_all(message, 5), "the message is in sources.py"
+    finally:
+        reader.close()
+
+
+def test_the_store_answers_with_the_local_top_10(published, team_url):
+    from llmc.config import load_config
+    from llmc.search import Searcher
+
+    with Searcher(published, load_config(published)) as local, _team(team_url) as team:
+        for query in QUERIES:
+            want = local.answer(query, k=10).to_json()["results"]
+            got = team.answer(query, ["llmc-search"], k=10)
+            assert [(r["path"], r["start_line"], r["sources"]) for r in got["results"]] == [
+                (r["path"], r["start_line"], r["sources"]) for r in want
+            ], query
+            want_files = local.answer(query, k=5, group="file").to_json()["files"]
+            got_files = team.answer(query, ["llmc-search"], k=5, group="file")["files"]
+            assert [f["path"] for f in got_files] == [f["path"] for f in want_files], query
+        commit = git(published, "rev-parse", "HEAD").strip()
+        assert {r["commit"] for r in got["results"]} == {commit}
+        assert {r["repo"] for r in got["results"]} == {"llmc-search"}
+
+
+SHOP = {
+    "shop/discount.py": (
+        "def apply_discount(total, code):\n"
+        "    '''Take a discount code off the total.'''\n"
+        "    return total * 0.9 if code else total\n"
+    ),
+    "docs/guide.md": "# Guide\n\nCarts hold items; discounts come off their total.\n",
+}
+BILLING = {
+    "billing/invoice.py": (
+        "def retry_invoice_webhook(event):\n"
+        "    '''Retry the invoice webhook delivery with backoff.'''\n"
+        "    return event\n"
+    ),
+}
+
+
+def _two_repos(tmp_path: Path, team_url: str) -> tuple[Path, Path]:
+    user_config(f'[team]\nurl = "{team_url}"\n')
+    roots = make_repo(tmp_path / "shop", SHOP), make_repo(tmp_path / "billing", BILLING)
+    for root in roots:
+        assert CliRunner().invoke(main, ["index", str(root), "-q", "--no-vectors"]).exit_code == 0
+        _run(root, "team", "push", "--json")
+    return roots
+
+
+def test_llmc_search_team_ranks_two_repositories(tmp_path, team_url, monkeypatch):
+    monkeypatch.setenv("LLMC_NO_DAEMON", "1")
+    shop, billing = _two_repos(tmp_path, team_url)
+    out = _run(shop, "search", "--team", "retry the invoice webhook", "--json")
+    top = out["results"][0]
+    assert (top["repo"], top["path"], top["symbol"]) == (
+        "billing", "billing/invoice.py", "retry_invoice_webhook",
+    )  # fmt: skip
+    assert top["commit"] == git(billing, "rev-parse", "HEAD").strip()
+    assert {r["repo"] for r in out["repos"]} == {"shop", "billing"}
+    out = _run(billing, "search", "--team", "apply a discount code", "--json")
+    assert (out["results"][0]["repo"], out["results"][0]["path"]) == ("shop", "shop/discount.py")
+    only = _run(shop, "search", "--team-repo", "shop", "retry the invoice webhook", "--json")
+    assert {r["repo"] for r in only["results"]} <= {"shop"}
+    files = _run(shop, "search", "--team", "--files", "invoice webhook", "--json")
+    assert files["files"][0]["path"] == "billing/invoice.py"
+    shown = _run(shop, "search", "--team", "retry the invoice webhook")
+    assert "billing@" in shown and "billing/invoice.py:1-3" in shown
+    missing = _run(shop, "search", "--team-repo", "nope", "x", ok=False)
+    assert missing.count("\n") == 1 and "no repository 'nope' in the team store" in missing
+
+
+def test_a_warm_searcher_follows_a_new_version(tmp_path, team_url):
+    shop, _ = _two_repos(tmp_path, team_url)
+    with _team(team_url) as team:
+        before = team.answer("apply a discount code", ["shop"], k=3)
+        (shop / "shop" / "discount.py").write_text(
+            "def apply_coupon(total, coupon):\n    '''Take a coupon off the total.'''\n"
+            "    return total - coupon\n"
+        )
+        assert CliRunner().invoke(main, ["index", str(shop), "-q", "--no-vectors"]).exit_code == 0
+        pushed = _run(shop, "team", "push", "--json")  # switches, then drops the old shard
+        after = team.answer("take a coupon off the total", ["shop"], k=3)
+    assert before["results"][0]["symbol"] == "apply_discount"
+    assert after["results"][0]["symbol"] == "apply_coupon"
+    assert after["repos"][0]["generation"] == pushed["generation"] == 2
+
+
+def test_a_store_that_cannot_answer_is_one_line(tmp_path, team_url, socket_dir, monkeypatch):
+    monkeypatch.setenv("LLMC_NO_DAEMON", "1")
+    root = make_repo(tmp_path / "shop", SHOP)
+    user_config(f'[team]\nurl = "{team_url}"\n')
+    empty = _run(root, "search", "--team", "discount", ok=False)
+    assert "holds no repository yet" in empty and empty.count("\n") == 1
+    down = team_url.replace(str(socket_dir), str(tmp_path / "nowhere"))
+    user_config(f'[team]\nurl = "{down}"\n')
+    out = _run(root, "search", "--team", "discount", ok=False)
+    assert "cannot reach the team store" in out and out.count("\n") == 1
