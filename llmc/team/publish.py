@@ -28,6 +28,7 @@ from llmc.index.progress import Progress, Silent
 from llmc.team.connect import connect, shown_url
 from llmc.team.schema import (
     CATEGORIES,
+    checked_shard,
     ensure_schema,
     shard_indexes,
     shard_name,
@@ -201,6 +202,7 @@ def _publish(
         "SELECT shard, generation, spaces, commit FROM llmc.repos WHERE name = %s", (repo,)
     ).fetchone()
     old_shard, old_gen, old_spaces, old_commit = row if row else (None, 0, None, "")
+    old_shard = checked_shard(old_shard) if old_shard is not None else None
     for leftover in stale_shards(conn, repo, keep=old_shard):
         conn.execute(f"DROP SCHEMA {leftover} CASCADE")  # a killed publish's half shard
     old_hashes = (

@@ -27,7 +27,7 @@ from llmc.store.file_lexical import FileMatch
 from llmc.store.lexical import FIELD_BOOSTS, LexicalHit
 from llmc.store.vector_tables import VectorSpace
 from llmc.team import terms
-from llmc.team.schema import CATEGORIES, vector_literal
+from llmc.team.schema import CATEGORIES, checked_shard, vector_literal
 from llmc.types import Span, StoredSpan
 
 SPAN_SELECT = (
@@ -59,7 +59,7 @@ def current_version(conn: Any, repo: str) -> Version:
     ).fetchone()
     if row is None:
         raise TeamError(f"no repository {repo!r} in the team store (`llmc team list`)")
-    return Version(repo, row[0], int(row[1]), row[2] or "", dict(row[3] or {}))
+    return Version(repo, checked_shard(row[0]), int(row[1]), row[2] or "", dict(row[3] or {}))
 
 
 def _unpack(data: bytes | None, dtype: str) -> np.ndarray:

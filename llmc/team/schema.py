@@ -73,6 +73,18 @@ def check_schema(conn: Any) -> bool:
     return True
 
 
+SHARD_RE = re.compile(r"^r_[a-z0-9_]{1,32}_[0-9a-f]{8}_g[0-9]{1,18}$")
+
+
+def checked_shard(name: object) -> str:
+    """``name`` read back from ``llmc.repos``, refused unless it is a shard name llmc makes:
+    it goes into SQL as an identifier, and whoever can write to the store (any publisher)
+    could otherwise make every searcher run a statement of theirs."""
+    if not isinstance(name, str) or not SHARD_RE.match(name):
+        raise TeamError(f"the team store names a shard llmc did not make: {str(name)[:80]!r}")
+    return name
+
+
 def shard_name(repo: str, generation: int) -> str:
     """The PostgreSQL schema of ``repo``'s generation: ``r_<slug>_<hash>_g<generation>``
     (a name any repository name maps to safely; the hash keeps similar names apart)."""
@@ -151,13 +163,18 @@ def stale_shards(conn: Any, repo: str, keep: str | None) -> list[str]:
     rows = conn.execute(
         "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, %s)", (prefix,)
     ).fetchall()
-    return [r[0] for r in rows if r[0] != keep and r[0][len(prefix) :].startswith("g")]
+    return [
+        r[0]
+        for r in rows
+        if r[0] != keep and r[0][len(prefix) :].startswith("g") and SHARD_RE.match(r[0])
+    ]
 
 
 __all__ = [
     "CATEGORIES",
     "SCHEMA_VERSION",
     "check_schema",
+    "checked_shard",
     "ensure_schema",
     "shard_indexes",
     "shard_name",

@@ -213,3 +213,22 @@ def test_a_store_that_cannot_answer_is_one_line(tmp_path, team_url, socket_dir, 
     user_config(f'[team]\nurl = "{down}"\n')
     out = _run(root, "search", "--team", "discount", ok=False)
     assert "cannot reach the team store" in out and out.count("\n") == 1
+
+
+def test_a_hostile_shard_name_in_the_store_is_refused(tmp_path, team_url, monkeypatch):
+    """Whoever can publish can write ``llmc.repos``: a shard name there is never run as SQL."""
+    monkeypatch.setenv("LLMC_NO_DAEMON", "1")
+    shop, _ = _two_repos(tmp_path, team_url)
+    with psycopg.connect(team_url) as conn:
+        conn.execute("CREATE TABLE canary (x int)")
+        conn.execute(
+            "UPDATE llmc.repos SET shard = 'pg_catalog.pg_class; DROP TABLE canary; --' "
+            "WHERE name = 'shop'"
+        )
+    out = _run(shop, "search", "--team", "retry the invoice webhook", "--json")
+    assert {r["repo"] for r in out["results"]} == {"billing"}
+    assert any("shop" in w and "did not make" in w for w in out["warnings"]), out["warnings"]
+    pushed = _run(shop, "team", "push", "--json", ok=False)
+    assert "did not make" in pushed and pushed.count("\n") == 1
+    with psycopg.connect(team_url) as conn:
+        assert conn.execute("SELECT to_regclass('canary')").fetchone()[0] == "canary"
