@@ -13,7 +13,7 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,6 +95,28 @@ def _document(stored: StoredSpan, fields: Fields | None = None):
     )
     doc.add_unsigned("span_id", stored.id)
     return doc
+
+
+def analysed_query_terms(analyze: Callable[[str], list[str]], query: str) -> list[str]:
+    """``query``'s analysed, de-duplicated terms in first-seen order (at most
+    ``MAX_QUERY_TOKENS``), by ``analyze`` (this index's analyser, or the team store's)."""
+    tokens = code_tokens(query)[: MAX_QUERY_TOKENS * 2]
+    if not tokens:
+        return []
+    terms = analyze(" ".join(tokens))
+    return list(dict.fromkeys(t for t in terms if t))[:MAX_QUERY_TOKENS]
+
+
+def term_weights(
+    terms: Iterable[str], extra_terms: Mapping[str, float] | None,
+    analyze: Callable[[str], list[str]],
+) -> dict[str, float]:  # fmt: skip
+    """A query's terms weighted 1, with ``extra_terms`` (analysed) at their own weight."""
+    out = dict.fromkeys(terms, 1.0)
+    for term, weight in (extra_terms or {}).items():
+        for analysed in analyze(term):
+            out[analysed] = max(out.get(analysed, 0.0), weight)
+    return out
 
 
 class LexicalIndex:
@@ -216,11 +238,7 @@ class LexicalIndex:
 
     def query_terms(self, query: str) -> list[str]:
         """Analysed, de-duplicated query terms in first-seen order."""
-        tokens = code_tokens(query)[: MAX_QUERY_TOKENS * 2]
-        if not tokens:
-            return []
-        terms = self._analyzer.analyze(" ".join(tokens))
-        return list(dict.fromkeys(t for t in terms if t))[:MAX_QUERY_TOKENS]
+        return analysed_query_terms(self._analyzer.analyze, query)
 
     def search(
         self,
@@ -233,10 +251,7 @@ class LexicalIndex:
         """BM25 over symbol, path, header and text; ``extra_terms`` adds weighted terms."""
         import tantivy
 
-        terms = {t: 1.0 for t in self.query_terms(query)}
-        for term, weight in (extra_terms or {}).items():
-            for analysed in self._analyzer.analyze(term):
-                terms[analysed] = max(terms.get(analysed, 0.0), weight)
+        terms = term_weights(self.query_terms(query), extra_terms, self._analyzer.analyze)
         if not terms or limit <= 0:
             return []
         boosts = field_boosts or FIELD_BOOSTS
@@ -359,4 +374,12 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["Fields", "LexicalHit", "LexicalIndex", "LexicalUpdate", "span_fields"]
+__all__ = [
+    "Fields",
+    "LexicalHit",
+    "LexicalIndex",
+    "LexicalUpdate",
+    "analysed_query_terms",
+    "span_fields",
+    "term_weights",
+]

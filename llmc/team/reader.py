@@ -24,7 +24,7 @@ import numpy as np
 
 from llmc.errors import TeamError
 from llmc.store.file_lexical import FileMatch
-from llmc.store.lexical import FIELD_BOOSTS, LexicalHit
+from llmc.store.lexical import FIELD_BOOSTS, LexicalHit, term_weights
 from llmc.store.vector_tables import VectorSpace
 from llmc.team import terms
 from llmc.team.schema import CATEGORIES, checked_shard, vector_literal
@@ -327,10 +327,7 @@ class ShardLexical:
         extra_terms: dict[str, float] | None = None,
     ) -> list[LexicalHit]:
         """BM25 over symbol, path, header and text (``LexicalIndex.search``)."""
-        weights = {t: 1.0 for t in terms.query_terms(query)}
-        for term, weight in (extra_terms or {}).items():
-            for analysed in terms.analyse([term]):
-                weights[analysed] = max(weights.get(analysed, 0.0), weight)
+        weights = term_weights(terms.query_terms(query), extra_terms, terms.analyze)
         if not weights or limit <= 0:
             return []
         boosts = {terms.FIELDS.index(f): b for f, b in (field_boosts or FIELD_BOOSTS).items()}

@@ -23,7 +23,7 @@ from functools import lru_cache
 import numpy as np
 
 from llmc.store.file_lexical import MAX_QUERY_TERMS as FILE_QUERY_TERMS
-from llmc.store.lexical import FIELD_BOOSTS, MAX_QUERY_TOKENS, span_fields
+from llmc.store.lexical import FIELD_BOOSTS, analysed_query_terms, span_fields
 from llmc.store.tokens import code_tokens
 from llmc.types import Span
 
@@ -83,10 +83,14 @@ def file_terms(text: str) -> tuple[list[str], list[int], int]:
     return list(counts), list(counts.values()), len(analysed)
 
 
+def analyze(text: str) -> list[str]:
+    """``text`` through the local index's analyser (``LexicalIndex``'s ``analyze``)."""
+    return _analyzer().analyze(text)
+
+
 def query_terms(query: str) -> list[str]:
     """Analysed, de-duplicated query terms in first-seen order (``LexicalIndex.query_terms``)."""
-    tokens = code_tokens(query)[: MAX_QUERY_TOKENS * 2]
-    return list(dict.fromkeys(analyse(tokens)))[:MAX_QUERY_TOKENS]
+    return analysed_query_terms(analyze, query)
 
 
 def file_query_terms(query: str) -> list[str]:
