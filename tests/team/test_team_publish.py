@@ -19,6 +19,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 from repo_fixtures import make_repo, user_config
+from team_cli import run as _run
 
 from llmc.cli import main
 
@@ -37,16 +38,6 @@ FILES = {
     ),
     "docs/guide.md": "# Guide\n\nCarts hold items; `Cart.total` adds their prices.\n",
 }
-
-
-def _run(root: Path, *args: str, ok: bool = True) -> dict | str:
-    result = CliRunner().invoke(main, [*args, "--repo", str(root)])
-    if ok:
-        assert result.exit_code == 0, result.output
-    else:
-        assert result.exit_code == 1, result.output
-        return result.output
-    return json.loads(result.stdout) if "--json" in args else result.output
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ shard it was reading); a store that is down or names no repository is one clear 
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 from repo_fixtures import git, make_repo, user_config
+from team_cli import run as _run
 
 from llmc.cli import main
 
@@ -41,16 +41,6 @@ QUERIES = [
     "search/fusion.py",
     "ValueError: unknown group",
 ]
-
-
-def _run(root: Path, *args: str, ok: bool = True) -> dict | str:
-    result = CliRunner().invoke(main, [*args, "--repo", str(root)])
-    if ok:
-        assert result.exit_code == 0, result.output
-    else:
-        assert result.exit_code == 1, result.output
-        return result.output
-    return json.loads(result.stdout) if "--json" in args else result.output
 
 
 @pytest.fixture(scope="module")
