@@ -61,10 +61,12 @@ def connect(team: TeamConfig, autocommit: bool = False, search: bool = False) ->
     except psycopg.OperationalError as e:
         raise TeamError(_why(team, url, str(e))) from None
     if search:  # reads only: a store with repositories in it has pgvector
+        _vector_types(conn)
         return conn
     try:
         if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        _vector_types(conn)
         if not autocommit:
             conn.commit()
     except psycopg.Error as e:
@@ -72,6 +74,18 @@ def connect(team: TeamConfig, autocommit: bool = False, search: bool = False) ->
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise TeamError(f"the team store at {shown_url(url)} has no pgvector: {first}") from None
     return conn
+
+
+def _vector_types(conn: Any) -> None:
+    """Vectors to and from numpy arrays in pgvector's binary form (pgvector-python's
+    adapters); nothing on a database without the extension (nothing published yet)."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    try:
+        register_vector(conn)
+    except psycopg.ProgrammingError:
+        pass
 
 
 def _why(team: TeamConfig, url: str, message: str) -> str:

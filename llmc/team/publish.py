@@ -34,7 +34,6 @@ from llmc.team.schema import (
     shard_name,
     shard_tables,
     stale_shards,
-    vector_literal,
 )
 
 log = logging.getLogger(__name__)
@@ -302,11 +301,13 @@ def _send(
             if stored.span.category in ids:
                 ids[stored.span.category].append(stored.id)
         for category, wanted in ids.items():
-            with cur.copy(f"COPY {shard}.vec_{category} (span_id, v) FROM STDIN") as copy:
+            sql = f"COPY {shard}.vec_{category} (span_id, v) FROM STDIN (FORMAT BINARY)"
+            with cur.copy(sql) as copy:
+                copy.set_types(["int8", "vector"])
                 for start in range(0, len(wanted), 2000):
                     found = store.vectors(category, wanted[start : start + 2000])
                     for span_id, vector in found.items():
-                        copy.write_row((span_id, vector_literal(vector)))
+                        copy.write_row((span_id, vector))
                         vectors_sent += 1
     return spans_sent, vectors_sent
 

@@ -27,7 +27,7 @@ from llmc.store.file_lexical import FileMatch
 from llmc.store.lexical import FIELD_BOOSTS, LexicalHit, term_weights
 from llmc.store.vector_tables import VectorSpace
 from llmc.team import terms
-from llmc.team.schema import CATEGORIES, checked_shard, vector_literal
+from llmc.team.schema import CATEGORIES, checked_shard
 from llmc.types import Span, StoredSpan
 
 SPAN_SELECT = (
@@ -217,9 +217,8 @@ class ShardReader:
                 self.conn.execute(f"SET hnsw.ef_search = {int(ef)}")
                 self._ef_search = ef
             rows = self.q(
-                f"SELECT span_id, v <=> %s::vector AS d FROM {{s}}.vec_{category} "
-                "ORDER BY d LIMIT %s",
-                (vector_literal(vector), k),
+                f"SELECT span_id, v <=> %s AS d FROM {{s}}.vec_{category} ORDER BY d LIMIT %s",
+                (np.asarray(vector, dtype=np.float32), k),
             )
         return [(int(i), 1.0 - float(d)) for i, d in rows]
 
@@ -227,12 +226,10 @@ class ShardReader:
         if not ids or self.vector_space(category) is None or category not in CATEGORIES:
             return {}
         rows = self.q(
-            f"SELECT span_id, v::text FROM {{s}}.vec_{category} WHERE span_id = ANY(%s)",
+            f"SELECT span_id, v FROM {{s}}.vec_{category} WHERE span_id = ANY(%s)",
             (list(ids),),
         )
-        return {
-            int(i): np.asarray(text.strip("[]").split(","), dtype=np.float32) for i, text in rows
-        }
+        return {int(i): v.to_numpy().astype(np.float32) for i, v in rows}
 
     def close(self) -> None:
         with self.lock:

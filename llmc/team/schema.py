@@ -149,13 +149,6 @@ def shard_indexes(shard: str, dims: dict[str, int]) -> list[str]:
     return out
 
 
-def vector_literal(vector: Any) -> str:
-    """A vector as pgvector reads it (``[x,y,...]``), float32 digits kept."""
-    import numpy as np
-
-    return "[" + ",".join(f"{x:.8g}" for x in np.asarray(vector, dtype=np.float32)) + "]"
-
-
 def stale_shards(conn: Any, repo: str, keep: str | None) -> list[str]:
     """``repo``'s shards other than ``keep``: left by a publish that was killed, or by a
     swap whose old generation was not dropped yet."""
@@ -181,5 +174,4 @@ __all__ = [
     "shard_prefix",
     "shard_tables",
     "stale_shards",
-    "vector_literal",
 ]
