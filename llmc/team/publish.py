@@ -283,10 +283,11 @@ def _send(
                 spans = store.spans_for_path(path)
                 for stored in spans:
                     s, lex = stored.span, span_terms(stored.span)
-                    copy.write_row((stored.id, s.path, s.lang, s.category, s.kind, s.symbol,
-                                    s.qualname, s.start_line, s.end_line, s.part, s.signature,
-                                    s.docstring, s.header, s.text, lex.fields, lex.terms,
-                                    lex.tfs, lex.lens))  # fmt: skip
+                    copy.write_row((stored.id, s.path, s.lang, s.category, s.kind,
+                                    *map(_pg_text, (s.symbol, s.qualname)), s.start_line,
+                                    s.end_line, s.part,
+                                    *map(_pg_text, (s.signature, s.docstring, s.header, s.text)),
+                                    lex.fields, lex.terms, lex.tfs, lex.lens))  # fmt: skip
                     if s.category in ids:
                         ids[s.category].append(stored.id)
                     spans_sent += 1
@@ -310,6 +311,13 @@ def _send(
                         copy.write_row((span_id, vector))
                         vectors_sent += 1
     return spans_sent, vectors_sent
+
+
+def _pg_text(text: str | None) -> str | None:
+    """``text`` as PostgreSQL can hold it: a NUL (which a source file may carry in a string
+    literal, and SQLite keeps) becomes U+FFFD. BM25's terms are taken before, from the span
+    as the local index holds it, so the scores do not move."""
+    return text.replace("\x00", "\ufffd") if text and "\x00" in text else text
 
 
 def _spans(store: Any, paths: Sequence[str]) -> Iterator[Any]:

@@ -222,3 +222,26 @@ def test_a_hostile_shard_name_in_the_store_is_refused(tmp_path, team_url, monkey
     assert "did not make" in pushed and pushed.count("\n") == 1
     with psycopg.connect(team_url) as conn:
         assert conn.execute("SELECT to_regclass('canary')").fetchone()[0] == "canary"
+
+
+def test_a_span_holding_a_nul_is_published_and_found(tmp_path, team_url, monkeypatch):
+    """PostgreSQL text holds no NUL; an indexed file may (astropy's FITS headers have one
+    past the part of a file the binary sniff reads)."""
+    monkeypatch.setenv("LLMC_NO_DAEMON", "1")
+    user_config(f'[team]\nurl = "{team_url}"\n')
+    filler = "".join(f"# line {i} of the record format notes\n" for i in range(1500))
+    code = (
+        "def split_packed_record(raw):\n"
+        '    """Split a packed record at its separator."""\n'
+        "    return raw.split(SEP)\n\n\n" + filler + "SEP = 'a\x00b'\n"
+    )
+    root = make_repo(tmp_path / "nul", {"pack.py": code})
+    assert CliRunner().invoke(main, ["index", str(root), "-q", "--no-vectors"]).exit_code == 0
+    assert _run(root, "team", "push", "--json")["spans_sent"] >= 1
+    found = _run(root, "search", "--team", "split a packed record", "--json")["results"]
+    assert found[0]["symbol"] == "split_packed_record"
+    with psycopg.connect(team_url) as conn:
+        shard = conn.execute("SELECT shard FROM llmc.repos WHERE name = 'nul'").fetchone()[0]
+        held = conn.execute(f"SELECT text FROM {shard}.spans WHERE text LIKE '%SEP = %'")
+        texts = [t for (t,) in held.fetchall()]
+    assert any("a\ufffdb" in t for t in texts), "the NUL became U+FFFD, the span is kept"
