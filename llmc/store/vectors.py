@@ -50,6 +50,13 @@ class VectorMatrix:
     def __len__(self) -> int:
         return int(self.ids.shape[0])
 
+    @classmethod
+    def of(cls, category: str, ids: np.ndarray, rows: np.ndarray) -> VectorMatrix:
+        """A matrix of vectors read elsewhere (the team store's), ids ascending."""
+        matrix = cls(category)
+        matrix._set(ids, rows)
+        return matrix
+
     @property
     def nbytes(self) -> int:
         return int(self.matrix.nbytes + self.ids.nbytes + self.norms.nbytes)

@@ -231,6 +231,18 @@ class ShardReader:
         )
         return {int(i): v.to_numpy().astype(np.float32) for i, v in rows}
 
+    def all_vectors(self, category: str) -> tuple[np.ndarray, np.ndarray]:
+        """Every vector of ``category`` in the shard: (span ids ascending, float32 rows)."""
+        space = self.vector_space(category)
+        if space is None or category not in CATEGORIES:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+        rows = self.q(f"SELECT span_id, v FROM {{s}}.vec_{category} ORDER BY span_id")
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        matrix = np.empty((len(rows), space.dim), dtype=np.float32)
+        for i, (_, v) in enumerate(rows):
+            matrix[i] = v.to_numpy()
+        return ids, matrix
+
     def close(self) -> None:
         with self.lock:
             self.conn.close()
@@ -271,8 +283,8 @@ class _Postings:
                     (sorted(words),),
                 )
             ]  # fmt: skip
-        empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32))
-        found = {(int(f), t): (_unpack(i, "int64"), _unpack(c, "int32")) for f, t, i, c in rows}
+        empty = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32))
+        found = {(int(f), t): (_unpack(i, "int32"), _unpack(c, "int32")) for f, t, i, c in rows}
         for word in words:  # a term the shard lacks is remembered as empty
             for field in fields if self.by_field else [0]:
                 posting = found.get((field, word), empty)
@@ -331,7 +343,7 @@ class ShardLexical:
         stats = self.stats()
         mask, constant = None, 0.0
         if category is not None:  # tantivy adds the category clause's own score: its idf
-            mask = stats.categories == category
+            mask = stats.mask(category)
             constant = float(terms.idf(int(mask.sum()), len(stats)))
         postings = self._postings.get(boosts, weights)
         positions, scores = terms.bm25(stats, postings, weights, boosts, mask, constant)
@@ -346,13 +358,13 @@ class ShardLexical:
         postings = self._postings.get([field], words)
         common: np.ndarray | None = None
         for word in words:
-            ids = postings.get((field, word), (np.zeros(0, dtype=np.int64),))[0]
-            common = ids if common is None else np.intersect1d(common, ids, assume_unique=True)
+            held = postings.get((field, word), (np.zeros(0, dtype=np.int32),))[0]
+            common = held if common is None else np.intersect1d(common, held, assume_unique=True)
         if common is None or not len(common):
             return []
         stats = self.stats()
         mask = np.zeros(len(stats), dtype=bool)
-        mask[np.searchsorted(stats.ids, common)] = True
+        mask[common] = True
         weights = dict.fromkeys(words, 1.0)
         positions, scores = terms.bm25(stats, postings, weights, {field: 1.0}, mask)
         return [LexicalHit(int(stats.ids[p]), s) for p, s in terms.top(positions, scores, limit)]
@@ -382,7 +394,7 @@ class ShardFiles:
             rows = self.reader.q("SELECT paths, array_send(lens) FROM {s}.file_stats")
             paths = list(rows[0][0] or []) if rows else []
             lens = _unpack(rows[0][1], "int32") if rows else np.zeros(0, dtype=np.int32)
-            positions = np.arange(1, len(paths) + 1)  # file_postings number files by path
+            positions = np.arange(len(paths))  # file_postings number files by path
             stats = terms.DocStats.of(positions, lens.reshape(len(paths), 1), [""] * len(paths))
             self._stats = (generation, paths, stats)
         return self._stats[1], self._stats[2]

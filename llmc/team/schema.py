@@ -21,7 +21,7 @@ from typing import Any
 
 from llmc.errors import TeamError
 
-SCHEMA_VERSION = 2  # 2: BM25 statistics (posting lists) instead of a tsvector
+SCHEMA_VERSION = 3  # 2: BM25 statistics instead of a tsvector; 3: postings hold positions
 CATEGORIES = ("code", "doc")
 SHARD_PREFIX = "r_"
 
@@ -125,10 +125,13 @@ def shard_indexes(shard: str, dims: dict[str, int]) -> list[str]:
         f"CREATE INDEX ON {shard}.spans (path)",
         f"CREATE INDEX ON {shard}.spans (symbol)",
         f"CREATE INDEX ON {shard}.spans (qualname)",
+        # a posting names a document by its position in id order (span_stats' order), so a
+        # query scores it without looking its id up
         f"""CREATE TABLE {shard}.postings AS
-            SELECT u.field, u.term, array_agg(s.id ORDER BY s.id) AS ids,
-                   array_agg(u.tf ORDER BY s.id) AS tfs
-            FROM {shard}.spans s, unnest(s.lex_fields, s.lex_terms, s.lex_tfs) AS u(field, term, tf)
+            SELECT u.field, u.term, array_agg(s.n ORDER BY s.n) AS ids,
+                   array_agg(u.tf ORDER BY s.n) AS tfs
+            FROM (SELECT (row_number() OVER (ORDER BY id) - 1)::int AS n, * FROM {shard}.spans) s,
+                 unnest(s.lex_fields, s.lex_terms, s.lex_tfs) AS u(field, term, tf)
             GROUP BY u.field, u.term""",
         f"CREATE UNIQUE INDEX ON {shard}.postings (term, field)",
         f"""CREATE TABLE {shard}.span_stats AS
@@ -136,7 +139,7 @@ def shard_indexes(shard: str, dims: dict[str, int]) -> list[str]:
                    array_agg(lens ORDER BY id) AS lens FROM {shard}.spans""",
         f"""CREATE TABLE {shard}.file_postings AS
             SELECT u.term, array_agg(f.n ORDER BY f.n) AS ids, array_agg(u.tf ORDER BY f.n) AS tfs
-            FROM (SELECT row_number() OVER (ORDER BY path) AS n, * FROM {shard}.files) f,
+            FROM (SELECT (row_number() OVER (ORDER BY path) - 1)::int AS n, * FROM {shard}.files) f,
                  unnest(f.lex_terms, f.lex_tfs) AS u(term, tf)
             GROUP BY u.term""",
         f"CREATE UNIQUE INDEX ON {shard}.file_postings (term)",

@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from llmc.search import Searcher
     from llmc.search.threads import ThreadLimiter
     from llmc.search.trace import Trace
+    from llmc.store.vectors import VectorMatrix
 
 MAX_REPOS = 64
 SEARCHERS_KEPT = 16
@@ -81,6 +82,7 @@ class TeamSources(Sources):
         self.repo = repo
         self.shared_vectors = vectors
         self.file_reader: ShardFiles | None = None
+        self._matrix_generation: dict[str, int] = {}
 
     def open(self) -> None:
         if self._store is not None:
@@ -110,10 +112,26 @@ class TeamSources(Sources):
         super().freshness(trace)
 
     def knn(self, category: str, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        return self.reader.knn(category, vector, k)  # the store's HNSW index
+        """A searcher's first query asks the store's HNSW index (nothing to load); from the
+        second on, the version's vectors are kept in memory and searched exactly, as local
+        search does (``Sources.knn``): one HNSW search on the server costs more than a scan
+        in memory, and exact is what local search answers."""
+        if category not in self._matrices and self._queries <= 1:
+            return self.reader.knn(category, vector, k)
+        return self.vector_matrix(category).knn(vector, k)
 
-    def warm_vectors(self, category: str) -> None:
-        """Nothing to load: the store searches its own vectors."""
+    def vector_matrix(self, category: str) -> VectorMatrix:
+        """``category``'s vectors of the current version, in memory (read once a version)."""
+        from llmc.store.vectors import VectorMatrix
+
+        generation = self.reader.generation
+        held = self._matrices.get(category)
+        if held is None or self._matrix_generation.get(category) != generation:
+            held = self._matrices[category] = VectorMatrix.of(
+                category, *self.reader.all_vectors(category)
+            )
+            self._matrix_generation[category] = generation
+        return held
 
     @property
     def disk_root(self) -> Path | None:

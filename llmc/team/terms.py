@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from functools import lru_cache
 
 import numpy as np
@@ -134,6 +135,13 @@ class DocStats:
     lengths: np.ndarray  # float64, (fields, docs): quantised
     averages: np.ndarray  # float64, (fields,)
     categories: np.ndarray  # object: category per document
+    _masks: dict[str, np.ndarray] = dataclass_field(default_factory=dict)
+
+    def mask(self, category: str) -> np.ndarray:
+        """Which documents are of ``category`` (computed once)."""
+        if category not in self._masks:
+            self._masks[category] = self.categories == category
+        return self._masks[category]
 
     @classmethod
     def of(cls, ids: Sequence[int], lens: Sequence[Sequence[int]], cats: Sequence[str]):
@@ -151,7 +159,7 @@ class DocStats:
         return len(self.ids)
 
 
-Posting = tuple[np.ndarray, np.ndarray]  # (ids ascending, term frequencies)
+Posting = tuple[np.ndarray, np.ndarray]  # (document positions ascending, term frequencies)
 
 
 def bm25(
@@ -168,15 +176,14 @@ def bm25(
     n = len(stats)
     scores = np.zeros(n, dtype=np.float64)
     hit = np.zeros(n, dtype=bool)
-    for (field, term), (ids, tfs) in postings.items():
+    for (field, term), (pos, tfs) in postings.items():
         boost = boosts.get(field)
         weight = weights.get(term)
-        if not boost or not weight or not len(ids):
+        if not boost or not weight or not len(pos):
             continue
-        pos = np.searchsorted(stats.ids, ids)  # a posting's ids are the shard's own
         norm = K1 * (1 - B + B * stats.lengths[field][pos] / stats.averages[field])
         tf = tfs.astype(np.float64)
-        scores[pos] += boost * weight * float(idf(len(ids), n)) * (1 + K1) * tf / (tf + norm)
+        scores[pos] += boost * weight * float(idf(len(pos), n)) * (1 + K1) * tf / (tf + norm)
         hit[pos] = True
     if mask is not None:
         hit &= mask

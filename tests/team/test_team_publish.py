@@ -81,7 +81,8 @@ def test_push_sends_everything_once_then_nothing(repo, team_url):
         vectors = conn.execute(f"SELECT count(*) FROM {shard}.vec_code").fetchone()[0]
         vectors += conn.execute(f"SELECT count(*) FROM {shard}.vec_doc").fetchone()[0]
         hit = conn.execute(  # the built posting list of a symbol's term names its span
-            f"SELECT s.path FROM {shard}.postings p JOIN {shard}.spans s ON s.id = ANY(p.ids) "
+            f"SELECT s.path FROM {shard}.postings p JOIN (SELECT row_number() OVER (ORDER BY "
+            f"id) - 1 AS n, path FROM {shard}.spans) s ON s.n = ANY(p.ids) "
             "WHERE p.term = 'apply_discount' AND p.field = 0"
         ).fetchall()
     assert rows == {i: text for i, (_, text) in spans.items()}  # span ids carry over
@@ -198,8 +199,9 @@ def test_server_down_and_wrong_credentials_are_one_clear_line(repo, team_url, so
         original = hba.read_text()
         hba.write_text("local all alice scram-sha-256\n" + original)
         conn.execute("SELECT pg_reload_conf()")
+    url = team_url.replace("postgresql://postgres:@", "postgresql://alice@")
+    _wait_until_refused(url)  # the reload is a signal: the server applies it a moment later
     try:
-        url = team_url.replace("postgresql://postgres:@", "postgresql://alice@")
         user_config(f'[team]\nurl = "{url}"\npassword_env = "SHOP_TEAM_PW"\n')
         os.environ["SHOP_TEAM_PW"] = "wrong-horse"
         out = _run(repo, "team", "push", ok=False)
@@ -217,6 +219,17 @@ def test_server_down_and_wrong_credentials_are_one_clear_line(repo, team_url, so
         hba.write_text(original)
         with psycopg.connect(team_url, autocommit=True) as conn:
             conn.execute("SELECT pg_reload_conf()")
+
+
+def _wait_until_refused(url: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            psycopg.connect(url, password="not-the-password", connect_timeout=5).close()
+        except psycopg.OperationalError:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the server never applied the new pg_hba.conf")
 
 
 def test_the_url_is_the_users_alone_and_holds_no_password(repo, tmp_path):
