@@ -352,8 +352,11 @@ class LexicalUpdate:
             raise StoreError(f"lexical index update failed: {e}") from e
         finally:
             self._writer = None  # its lock goes with it
-        self.lexical._set_generation(generation)
-        self.lexical.index.reload()
+        try:  # .llmc/ deleted under the run: one clear error, not a traceback
+            self.lexical._set_generation(generation)
+            self.lexical.index.reload()
+        except (ValueError, OSError, RuntimeError) as e:
+            raise StoreError(f"lexical index update failed: {e}") from e
 
     def close(self) -> None:
         """Drop what was not committed, and the writer's lock."""
