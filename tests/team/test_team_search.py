@@ -247,3 +247,31 @@ def test_a_span_holding_a_nul_is_published_and_found(tmp_path, team_url, monkeyp
         held = conn.execute(f"SELECT text FROM {shard}.spans WHERE text LIKE '%SEP = %'")
         texts = [t for (t,) in held.fetchall()]
     assert any("a\ufffdb" in t for t in texts), "the NUL became U+FFFD, the span is kept"
+
+
+def test_each_repository_asked_for_a_share_gives_the_full_merge(tmp_path, team_url):
+    """A search of n repositories asks each for ceil(k / n) + 1 results (the merge takes
+    ranks level by level) and asks again for k when that left the answer short: the
+    answer equals the merge of every repository's full top k."""
+    from llmc.team.search import merged
+
+    user_config(f'[team]\nurl = "{team_url}"\n')
+    big = {
+        f"billing/invoice_{i}.py": f"def send_invoice_{i}(invoice):\n"
+        f"    '''Send invoice number {i} to the customer by mail.'''\n    return invoice\n"
+        for i in range(12)
+    }
+    layout = {"big": big, "shop": SHOP, "billing": BILLING}
+    for name, files in layout.items():
+        root = make_repo(tmp_path / name, files)
+        assert CliRunner().invoke(main, ["index", str(root), "-q", "--no-vectors"]).exit_code == 0
+        _run(root, "team", "push", "--json")
+    with _team(team_url) as team:
+        for query, k in (("send the invoice to the customer", 6), ("invoice", 4)):
+            got = team.answer(query, list(layout), k=k)
+            full = [(n, team.ask(n, {"query": query, "k": k}), None) for n in layout]
+            want = merged(query, full, k)
+            assert [(r["repo"], r["path"], r["start_line"]) for r in got["results"]] == [
+                (r["repo"], r["path"], r["start_line"]) for r in want["results"]
+            ], query
+            assert len(got["results"]) == min(k, sum(len(a["results"]) for _, a, _ in full))
