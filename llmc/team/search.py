@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llmc.config import Config, TeamConfig
-from llmc.errors import LlmcError, TeamError
+from llmc.errors import LlmcError, ModelError, TeamError
 from llmc.search.sources import Models, Sources
 from llmc.team.connect import connect, shown_url
 from llmc.team.reader import ShardFiles, ShardGone, ShardLexical, ShardReader
@@ -43,8 +43,9 @@ SEARCHERS_KEPT = 16
 
 
 class QueryVectors:
-    """Query embeddings shared by the repositories' searchers: one query is embedded once,
-    whichever searcher asks first (the others wait for it)."""
+    """Query embeddings shared by the repositories' searchers: one query is embedded once
+    per model, whichever searcher asks first (the others wait for it). A searcher that got
+    no vector (its repository has none) leaves nothing behind for the others."""
 
     def __init__(self, kept: int = 64):
         self._lock = threading.Lock()
@@ -52,8 +53,8 @@ class QueryVectors:
         self._done: OrderedDict[tuple[str, str], Any] = OrderedDict()
         self._kept = kept
 
-    def get(self, text: str, category: str, compute: Callable[[], Any]) -> Any:
-        key = (category, text)
+    def get(self, model: str, text: str, compute: Callable[[], Any]) -> Any:
+        key = (model, text)
         with self._lock:
             if key in self._done:
                 return self._done[key]
@@ -64,7 +65,8 @@ class QueryVectors:
                     return self._done[key]
             vector = compute()
             with self._lock:
-                self._done[key] = vector
+                if vector is not None:
+                    self._done[key] = vector
                 self._keys.pop(key, None)
                 while len(self._done) > self._kept:
                     self._done.popitem(last=False)
@@ -142,11 +144,23 @@ class TeamSources(Sources):
         return [m.path for m in self.file_reader.search(query, limit)]
 
     def query_vector(self, text: str, category: str, trace: Trace) -> np.ndarray | None:
-        vector = self.shared_vectors.get(
-            text, category, lambda: super(TeamSources, self).query_vector(text, category, trace)
-        )
-        if vector is not None and self.embedder(category) is not None:
-            trace.query_vectors.setdefault(self.embedder(category).model_id, vector)
+        """The query's vector, embedded once for every repository searched with the same
+        model (``QueryVectors``); this repository's own reasons for none (no vectors, off)
+        are said in its own trace."""
+        from llmc.models.embedder import resolved_model_id
+
+        def own() -> np.ndarray | None:
+            return super(TeamSources, self).query_vector(text, category, trace)
+
+        if category in self.dense_empty or category in self.dense_off:
+            return own()
+        try:
+            model = resolved_model_id(self.cfg.embedding, category)
+        except ModelError:
+            return own()  # says why in the trace
+        vector = self.shared_vectors.get(model, text, own)
+        if vector is not None:
+            trace.query_vectors.setdefault(model, vector)
         return vector
 
 
@@ -228,7 +242,7 @@ class TeamSearch:
             except Exception as e:
                 if attempt == 2 or not _shard_gone(e):
                     raise
-                searcher.sources.store.follow()  # type: ignore[attr-defined]  # a newer version
+                searcher.sources.reader.follow()  # type: ignore[attr-defined]  # a newer version
         version = searcher.sources.reader.version  # type: ignore[attr-defined]
         return found.to_json() | {"commit": version.commit, "generation": version.generation}
 

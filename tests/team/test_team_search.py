@@ -275,3 +275,16 @@ def test_each_repository_asked_for_a_share_gives_the_full_merge(tmp_path, team_u
                 (r["repo"], r["path"], r["start_line"]) for r in want["results"]
             ], query
             assert len(got["results"]) == min(k, sum(len(a["results"]) for _, a, _ in full))
+
+
+def test_a_repository_without_vectors_leaves_the_others_dense(published, tmp_path, team_url):
+    """The query is embedded once for every repository; one that has no vectors (published
+    from a `--no-vectors` index) must not hand its "no vector" to the others."""
+    root = make_repo(tmp_path / "plain", SHOP)
+    assert CliRunner().invoke(main, ["index", str(root), "-q", "--no-vectors"]).exit_code == 0
+    _run(root, "team", "push", "--json")
+    query = "how does reciprocal rank fusion combine ranked lists"
+    with _team(team_url) as team:
+        team.ask("plain", {"query": query, "k": 10})  # asked first: it has nothing to embed for
+        found = team.ask("llmc-search", {"query": query, "k": 10})
+    assert any(s.startswith("dense") for r in found["results"] for s in r["sources"])
