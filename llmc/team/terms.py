@@ -46,7 +46,7 @@ def analyse(tokens: Iterable[str]) -> list[str]:
     """``tokens`` (code-aware) as the local index analyses them: lower-cased, stemmed, long
     tokens dropped."""
     joined = " ".join(tokens)
-    return [t for t in _analyzer().analyze(joined) if t] if joined else []
+    return [t for t in analyze(joined) if t] if joined else []
 
 
 @dataclass(frozen=True)
