@@ -136,6 +136,15 @@ class DocStats:
     averages: np.ndarray  # float64, (fields,)
     categories: np.ndarray  # object: category per document
     _masks: dict[str, np.ndarray] = dataclass_field(default_factory=dict)
+    _norms: np.ndarray | None = None
+
+    def norms(self) -> np.ndarray:
+        """BM25's length normalisation per field and document, ``k1 (1 - b + b dl / avgdl)``
+        (computed once)."""
+        if self._norms is None:
+            averages = np.where(self.averages > 0, self.averages, 1.0)[:, None]
+            self._norms = K1 * (1 - B + B * self.lengths / averages)
+        return self._norms
 
     def mask(self, category: str) -> np.ndarray:
         """Which documents are of ``category`` (computed once)."""
@@ -153,6 +162,28 @@ class DocStats:
             lengths=quantised(raw),
             averages=raw.sum(axis=1) / n,
             categories=np.asarray(cats, dtype=object)[order],
+        )
+
+    @classmethod
+    def empty(cls) -> DocStats:
+        fields = len(FIELDS)
+        return cls(
+            ids=np.zeros(0, dtype=np.int64), lengths=np.zeros((fields, 0)),
+            averages=np.zeros(fields), categories=np.zeros(0, dtype=object),
+        )  # fmt: skip
+
+    @classmethod
+    def joined(cls, parts: Sequence[tuple[np.ndarray, DocStats]]) -> DocStats:
+        """Several shards' documents as one index's, side by side in ``parts``' order:
+        (each part's ids in the joined index, ascending across parts; its statistics). The
+        average lengths are the union's, as one index over every document counts them."""
+        total = sum(len(s) for _, s in parts)
+        averages = sum(s.averages * len(s) for _, s in parts) / max(total, 1)
+        return cls(
+            ids=np.concatenate([ids for ids, _ in parts]).astype(np.int64),
+            lengths=np.concatenate([s.lengths for _, s in parts], axis=1),
+            averages=np.asarray(averages, dtype=np.float64).reshape(-1),
+            categories=np.concatenate([s.categories for _, s in parts]),
         )
 
     def __len__(self) -> int:
@@ -174,6 +205,7 @@ def bm25(
     query's term → weight, ``boosts`` field number → boost; ``mask`` keeps documents (a
     category); ``constant`` is added to each score (the category clause's own score)."""
     n = len(stats)
+    norms = stats.norms()
     scores = np.zeros(n, dtype=np.float64)
     hit = np.zeros(n, dtype=bool)
     for (field, term), (pos, tfs) in postings.items():
@@ -181,9 +213,9 @@ def bm25(
         weight = weights.get(term)
         if not boost or not weight or not len(pos):
             continue
-        norm = K1 * (1 - B + B * stats.lengths[field][pos] / stats.averages[field])
         tf = tfs.astype(np.float64)
-        scores[pos] += boost * weight * float(idf(len(pos), n)) * (1 + K1) * tf / (tf + norm)
+        scale = boost * weight * float(idf(len(pos), n)) * (1 + K1)
+        scores[pos] += scale * tf / (tf + norms[field][pos])
         hit[pos] = True
     if mask is not None:
         hit &= mask
@@ -196,6 +228,10 @@ def top(positions: np.ndarray, scores: np.ndarray, limit: int) -> list[tuple[int
     order for equal scores is by document address, which follows the ids here)."""
     if not len(positions) or limit <= 0:
         return []
+    if len(scores) > 4 * limit:  # only what can make the cut is sorted (ties at it kept)
+        cut = np.partition(scores, len(scores) - limit)[len(scores) - limit]
+        kept = scores >= cut
+        positions, scores = positions[kept], scores[kept]
     order = np.lexsort((positions, -scores))[:limit]
     return [(int(positions[i]), float(scores[i])) for i in order]
 

@@ -62,12 +62,13 @@ def published(corpus, team_url) -> Path:
     return corpus
 
 
-def _team(team_url: str):
+def _team(team_url: str, ranking: str = "union"):
     from llmc.config import load_config
     from llmc.team.search import TeamSearch
 
-    cfg = load_config(Path.cwd(), {"team.url": team_url})
-    return TeamSearch(cfg, lambda root: load_config(root, {"team.url": team_url}))
+    overrides = {"team.url": team_url, "team.ranking": ranking}
+    cfg = load_config(Path.cwd(), overrides)
+    return TeamSearch(cfg, lambda root: load_config(root, overrides))
 
 
 def test_bm25_on_the_store_scores_as_tantivy(published, team_url, tmp_path):
@@ -75,7 +76,8 @@ def test_bm25_on_the_store_scores_as_tantivy(published, team_url, tmp_path):
     from llmc.store.db import Store
     from llmc.store.file_lexical import FileIndex
     from llmc.store.lexical import LexicalIndex
-    from llmc.team.reader import ShardFiles, ShardLexical, ShardReader
+    from llmc.team.lexical import ShardFiles, ShardLexical
+    from llmc.team.reader import ShardReader
 
     store = Store(db_path(published), readonly=True)
     local = LexicalIndex(tmp_path / "lexical")  # built fresh: no deleted documents' stats
@@ -250,9 +252,9 @@ def test_a_span_holding_a_nul_is_published_and_found(tmp_path, team_url, monkeyp
 
 
 def test_each_repository_asked_for_a_share_gives_the_full_merge(tmp_path, team_url):
-    """A search of n repositories asks each for ceil(k / n) + 1 results (the merge takes
-    ranks level by level) and asks again for k when that left the answer short: the
-    answer equals the merge of every repository's full top k."""
+    """With ``ranking = "merge"``, a search of n repositories asks each for ceil(k / n) + 1
+    results (the merge takes ranks level by level) and asks again for k when that left the
+    answer short: the answer equals the merge of every repository's full top k."""
     from llmc.team.search import merged
 
     user_config(f'[team]\nurl = "{team_url}"\n')
@@ -266,7 +268,7 @@ def test_each_repository_asked_for_a_share_gives_the_full_merge(tmp_path, team_u
         root = make_repo(tmp_path / name, files)
         assert CliRunner().invoke(main, ["index", str(root), "-q", "--no-vectors"]).exit_code == 0
         _run(root, "team", "push", "--json")
-    with _team(team_url) as team:
+    with _team(team_url, "merge") as team:
         for query, k in (("send the invoice to the customer", 6), ("invoice", 4)):
             got = team.answer(query, list(layout), k=k)
             full = [(n, team.ask(n, {"query": query, "k": k}), None) for n in layout]
