@@ -308,6 +308,7 @@ class TeamConfig:
     password_env: str = "LLMC_TEAM_PASSWORD"  # the environment variable holding the password
     repo: str = ""  # this repository's name in the store; empty: its directory's name
     publish: bool = False  # publish after each index run of a git hook or the daemon
+    ranking: str = "union"  # union: one ranking over the searched repositories; merge: each ranked alone, ranks merged
 
 
 @dataclass

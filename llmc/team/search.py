@@ -1,15 +1,19 @@
-"""Searching the team store: the one search pipeline over each repository's shard.
+"""Searching the team store: the one search pipeline over the repositories' shards.
 
-Each published repository is searched by its own ``Searcher`` (routing, exact symbols,
-BM25 and dense retrieval, the learned rankers, file-level answers: ``llmc/search``) whose
-``Sources`` read the repository's current version in the store (``llmc/team/reader.py``)
-instead of a local index; the repositories' ranked lists are merged as a workspace's are
-(``llmc/workspace.py``: reciprocal ranks, since one repository's scores do not compare with
-another's). Every result names its repository and the commit it was published from.
+A team search runs one ``Searcher`` (routing, exact symbols, BM25 and dense retrieval, the
+learned rankers, file-level answers: ``llmc/search``) whose ``Sources`` read the searched
+repositories' current versions in the store (``llmc/team/reader.py``) instead of a local
+index. With ``[team] ranking = "union"`` (the default) the repositories are read as one
+index: BM25 with their statistics summed, dense similarities from one embedding space,
+one ranking pass over every repository's candidates; one repository alone reads exactly
+as its local index. With ``"merge"`` each repository is searched by its own searcher and
+the ranked lists are merged as a workspace's are (``llmc/workspace.py``: reciprocal ranks).
+Every result names its repository and the commit it was published from.
 
-A searcher keeps its connection and caches (posting lists, documents' lengths) warm across
-queries and follows each repository's newest version; the query is embedded once for all
-repositories. Searchers run side by side, one thread per repository.
+Searchers keep their connection and caches warm across queries and follow each
+repository's newest version. What does not depend on which repositories a search joins is
+kept once per process (``ShardCaches``): posting lists and each shard's vectors in memory;
+the query is embedded once per model.
 """
 
 from __future__ import annotations
@@ -24,10 +28,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llmc.config import Config, TeamConfig
-from llmc.errors import LlmcError, ModelError, TeamError
+from llmc.errors import ConfigError, LlmcError, ModelError, TeamError
 from llmc.search.sources import Models, Sources
 from llmc.team.connect import connect, shown_url
-from llmc.team.reader import ShardFiles, ShardGone, ShardLexical, ShardReader
+from llmc.team.lexical import PostingCache, ShardFiles, ShardLexical
+from llmc.team.reader import ShardGone, ShardReader, current_versions, global_id
 from llmc.team.schema import check_schema
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,6 +45,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MAX_REPOS = 64
 SEARCHERS_KEPT = 16
+RANKINGS = ("union", "merge")
+SHARED_POSTINGS_BYTES = 128_000_000  # posting lists a process keeps for all its searchers
 
 
 class QueryVectors:
@@ -73,30 +80,64 @@ class QueryVectors:
         return vector
 
 
+class ShardCaches:
+    """What a process keeps of the store's shards for all its searchers, whichever
+    repositories each joins: posting lists (``PostingCache``) and each repository's vectors
+    of its current version in memory (one ``VectorMatrix`` per repository and category; a
+    newer version replaces it)."""
+
+    def __init__(self, postings_bytes: int = SHARED_POSTINGS_BYTES):
+        self.postings = PostingCache(postings_bytes)
+        self._lock = threading.Lock()
+        self._matrices: dict[tuple[str, str], tuple[str, VectorMatrix]] = {}
+        self._pool: ThreadPoolExecutor | None = None
+
+    def pool(self) -> ThreadPoolExecutor:
+        """Threads for the repositories' vector scans (as many as cores)."""
+        with self._lock:
+            if self._pool is None:
+                workers = max(1, min(4, os.cpu_count() or 1))
+                self._pool = ThreadPoolExecutor(workers, thread_name_prefix="llmc-scan")
+            return self._pool
+
+    def matrix(self, reader: ShardReader, place: int, category: str) -> VectorMatrix:
+        from llmc.store.vectors import VectorMatrix
+
+        version = reader.versions[place]
+        key = (version.repo, category)
+        with self._lock:
+            held = self._matrices.get(key)
+            if held is None or held[0] != version.shard:
+                ids, rows = reader.all_vectors(category, place)
+                held = self._matrices[key] = (version.shard, VectorMatrix.of(category, ids, rows))
+        return held[1]
+
+
 class TeamSources(Sources):
-    """What a query of one published repository reads: its shard in the team store."""
+    """What a query of published repositories reads: their shards in the team store."""
 
     def __init__(
-        self, root: Path, cfg: Config, threads: ThreadLimiter, repo: str,
-        vectors: QueryVectors, models: Models | None = None,
+        self, root: Path, cfg: Config, threads: ThreadLimiter, repos: Sequence[str],
+        vectors: QueryVectors, shared: ShardCaches | None = None, models: Models | None = None,
     ):  # fmt: skip
         super().__init__(root, cfg, threads, models)
-        self.repo = repo
+        self.repos = list(repos)
         self.shared_vectors = vectors
+        self.shared = shared or ShardCaches()
         self.file_reader: ShardFiles | None = None
-        self._matrix_generation: dict[str, int] = {}
+        self._warm: set[str] = set()
 
     def open(self) -> None:
         if self._store is not None:
             return
         conn = connect(self.cfg.team, autocommit=True, search=True)
         try:
-            reader = ShardReader(conn, self.repo)
+            reader = ShardReader(conn, self.repos)
         except BaseException:
             conn.close()
             raise
         self._store = reader  # type: ignore[assignment]  # Store's reading methods
-        self.file_reader = ShardFiles(reader)
+        self.file_reader = ShardFiles(reader, self.shared.postings)
         if self.cfg.search.bm25:
             self._open_lexical()
         if self.cfg.search.dense:
@@ -107,33 +148,37 @@ class TeamSources(Sources):
         return self.store  # type: ignore[return-value]
 
     def _open_lexical(self) -> None:
-        self.lexical = ShardLexical(self.reader)  # type: ignore[assignment]
+        self.lexical = ShardLexical(self.reader, self.shared.postings)  # type: ignore[assignment]
 
     def freshness(self, trace: Trace) -> None:
         self.reader.follow()  # a newer publish: read its version from here on
         super().freshness(trace)
 
     def knn(self, category: str, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """A searcher's first query asks the store's HNSW index (nothing to load); from the
-        second on, the version's vectors are kept in memory and searched exactly, as local
-        search does (``Sources.knn``): one HNSW search on the server costs more than a scan
-        in memory, and exact is what local search answers."""
-        if category not in self._matrices and self._queries <= 1:
+        """A searcher's first query asks the store's HNSW indexes (nothing to load); from
+        the second on, each repository's vectors are kept in memory (``ShardCaches``) and
+        searched exactly, as local search does (``Sources.knn``): one HNSW search on the
+        server costs more than a scan in memory, and exact is what local search answers.
+        Several repositories' nearest are merged by similarity (one embedding space)."""
+        if category not in self._warm and self._queries <= 1:
             return self.reader.knn(category, vector, k)
-        return self.vector_matrix(category).knn(vector, k)
+        self._warm.add(category)
+        places = self.reader.space_places(category)
 
-    def vector_matrix(self, category: str) -> VectorMatrix:
-        """``category``'s vectors of the current version, in memory (read once a version)."""
-        from llmc.store.vectors import VectorMatrix
+        def nearest(place: int) -> list[tuple[int, float]]:
+            hits = self.shared.matrix(self.reader, place, category).knn(vector, k)
+            return [(global_id(place, i), sim) for i, sim in hits]
 
-        generation = self.reader.generation
-        held = self._matrices.get(category)
-        if held is None or self._matrix_generation.get(category) != generation:
-            held = self._matrices[category] = VectorMatrix.of(
-                category, *self.reader.all_vectors(category)
-            )
-            self._matrix_generation[category] = generation
-        return held
+        if len(places) == 1:
+            return nearest(places[0])
+        # each repository's scan is a matrix product that lets go of the GIL: side by side
+        found = [hit for hits in self.shared.pool().map(nearest, places) for hit in hits]
+        return sorted(found, key=lambda hit: (-hit[1], hit[0]))[:k]
+
+    def warm_vectors(self, category: str) -> None:
+        for place in self.reader.space_places(category):
+            self.shared.matrix(self.reader, place, category)
+        self._warm.add(category)
 
     @property
     def disk_root(self) -> Path | None:
@@ -164,11 +209,13 @@ class TeamSources(Sources):
         return vector
 
 
-def team_root(team: TeamConfig, repo: str) -> Path:
-    """A private directory for one store's repository: where its searcher keeps what it
-    learns (stage costs, HyDE's cache), as ``.llmc/`` of a local repository would."""
+def team_root(team: TeamConfig, repos: str | Sequence[str]) -> Path:
+    """A private directory for a search of one store's repositories: where its searcher
+    keeps what it learns (stage costs, HyDE's cache), as ``.llmc/`` of a local repository
+    would."""
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "llmc" / "team"
-    key = hashlib.sha256(f"{shown_url(team.url)}\0{repo}".encode()).hexdigest()[:16]
+    names = "\0".join([repos] if isinstance(repos, str) else repos)
+    key = hashlib.sha256(f"{shown_url(team.url)}\0{names}".encode()).hexdigest()[:16]
     root = base / key
     (root / ".llmc").mkdir(parents=True, exist_ok=True, mode=0o700)
     return root
@@ -183,22 +230,48 @@ def _shard_gone(e: BaseException | None) -> bool:
 
 
 class TeamSearch:
-    """Warm searchers of a team store's repositories, and the merged answer over them."""
+    """Warm searchers of a team store's repositories, and the answer over them."""
 
     def __init__(self, cfg: Config, load: Callable[[Path], Config]):
         """``cfg``: the user's config naming the store; ``load(root)``: the config a
-        repository's searcher runs under (the user's, with the caller's overrides)."""
+        searcher runs under (the user's, with the caller's overrides)."""
         if not (cfg.team.url or cfg.team.search_url):
             raise TeamError("no team store configured: set [team] url in your user config")
+        if cfg.team.ranking not in RANKINGS:
+            raise ConfigError(
+                f"team.ranking must be one of {', '.join(RANKINGS)}, got {cfg.team.ranking!r}"
+            )
         self.cfg = cfg
         self.load = load
         self.vectors = QueryVectors()
-        self._searchers: OrderedDict[str, Searcher] = OrderedDict()
+        self.shared = ShardCaches()
+        self._searchers: OrderedDict[tuple[str, ...], Searcher] = OrderedDict()
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
+        self._conn: Any = None  # the versions check's
+
+    def _connect(self) -> Any:
+        return connect(self.cfg.team, autocommit=True, search=True)
+
+    def _problems(self, names: list[str]) -> dict[str, str]:
+        """Which of ``names`` cannot be read, and why (``current_versions``), on a
+        connection kept for it (opened again once if the server dropped it)."""
+        import psycopg
+
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    if self._conn is None or self._conn.closed:
+                        self._conn = self._connect()
+                    return current_versions(self._conn, names)[1]
+                except psycopg.OperationalError as e:
+                    self._conn = None
+                    if attempt == 2:
+                        raise TeamError(f"the team store stopped answering: {e}") from None
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def repos(self) -> list[str]:
-        conn = connect(self.cfg.team, autocommit=True, search=True)
+        conn = self._connect()
         try:
             if not check_schema(conn):
                 return []
@@ -206,72 +279,99 @@ class TeamSearch:
         finally:
             conn.close()
 
-    def searcher(self, repo: str) -> Searcher:
+    def searcher(self, repos: str | Sequence[str]) -> Searcher:
+        """The warm searcher of ``repos`` (one name, or several read as one index)."""
         from llmc.search import Searcher
 
+        key = (repos,) if isinstance(repos, str) else tuple(repos)
         with self._lock:
-            found = self._searchers.get(repo)
+            found = self._searchers.get(key)
             if found is not None:
-                self._searchers.move_to_end(repo)
+                self._searchers.move_to_end(key)
                 return found
-        root = team_root(self.cfg.team, repo)
+        root = team_root(self.cfg.team, key)
         cfg = self.load(root)
 
         def sources(root: Path, cfg: Config, threads: ThreadLimiter) -> Sources:
-            return TeamSources(root, cfg, threads, repo, self.vectors)
+            return TeamSources(root, cfg, threads, key, self.vectors, self.shared)
 
         searcher = Searcher(root, cfg, sources=sources)
         with self._lock:
-            self._searchers[repo] = searcher
+            self._searchers[key] = searcher
             while len(self._searchers) > SEARCHERS_KEPT:
                 self._searchers.popitem(last=False)[1].close()
         return searcher
 
-    def ask(self, repo: str, params: dict[str, Any]) -> dict[str, Any]:
-        """One repository's answer (``Answer.to_json``), with its version's commit."""
+    def _answer_of(self, searcher: Searcher, params: dict[str, Any]) -> dict[str, Any]:
+        """``searcher``'s answer (``Answer.to_json``), asked again on the newer version
+        when a publish dropped the shard under the query."""
         from llmc.search.answer import answer
 
-        searcher = self.searcher(repo)
         for attempt in (1, 2):
             try:
                 found = answer(
                     searcher, params["query"], k=params.get("k"), route=params.get("route"),
                     explain=bool(params.get("explain")), group=params.get("group", "span"),
                 )  # fmt: skip
-                break
+                return found.to_json()
             except Exception as e:
                 if attempt == 2 or not _shard_gone(e):
                     raise
                 searcher.sources.reader.follow()  # type: ignore[attr-defined]  # a newer version
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def ask(self, repo: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One repository's answer (``Answer.to_json``), with its version's commit."""
+        searcher = self.searcher(repo)
+        found = self._answer_of(searcher, params)
         version = searcher.sources.reader.version  # type: ignore[attr-defined]
-        return found.to_json() | {"commit": version.commit, "generation": version.generation}
+        return found | {"commit": version.commit, "generation": version.generation}
 
     def answer(
         self, query: str, repos: Sequence[str] = (), k: int | None = None,
         route: str | None = None, group: str = "span", explain: bool = False,
     ) -> dict[str, Any]:  # fmt: skip
-        """Search ``repos`` (empty: every published repository) and merge their answers.
-
-        The merge takes every repository's first result, then every second, ... (its
-        scores are ranks), so the top ``k`` of ``n`` repositories lie within each one's
-        top ``ceil(k / n)``: each is asked for one more than that (a smaller k is a prefix
-        of the same order, llmc/search/results.py), and asked again for ``k`` only when too
-        few came back to fill ``k`` while it had more."""
+        """Search ``repos`` (empty: every published repository): one ranking over them
+        (``[team] ranking``: ``union``), or each ranked alone and merged (``merge``)."""
         names = list(dict.fromkeys(repos)) or self.repos()
         if not names:
             raise TeamError("the team store holds no repository yet (`llmc team push`)")
         if len(names) > MAX_REPOS:
             raise TeamError(f"at most {MAX_REPOS} repositories in one team search")
         want = k or self.cfg.search.k
+        params = {"query": query, "k": want, "route": route, "group": group, "explain": explain}
+        if self.cfg.team.ranking == "merge":
+            return self._merged(names, params)
+        return self._joined(sorted(names), params)
+
+    def _joined(self, names: list[str], params: dict[str, Any]) -> dict[str, Any]:
+        """One searcher over the repositories that can be read (each other one is a
+        warning), its results given back their repositories' own paths and commits."""
+        problems = self._problems(names)
+        readable = [n for n in names if n not in problems]
+        if not readable:
+            errors = "; ".join(f"{n}: {why}" for n, why in problems.items())
+            raise TeamError(f"no repository of the team store could answer ({errors})")
+        searcher = self.searcher(tuple(readable))
+        found = self._answer_of(searcher, params)
+        reader: ShardReader = searcher.sources.reader  # type: ignore[attr-defined]
+        return joined_answer(found, reader, problems, params.get("group", "span"))
+
+    def _merged(self, names: list[str], params: dict[str, Any]) -> dict[str, Any]:
+        """Each repository asked for one more than ``ceil(k / n)``: the merge takes every
+        repository's first result, then every second, ... (its scores are ranks), so the
+        top ``k`` of ``n`` repositories lie within each one's top ``ceil(k / n)`` (a smaller
+        k is a prefix of the same order, llmc/search/results.py); asked again for ``k`` only
+        when too few came back to fill ``k`` while it had more."""
+        want = params["k"]
         each = min(want, -(-want // len(names)) + 1)
-        params = {"query": query, "k": each, "route": route, "group": group, "explain": explain}
-        answers = dict(zip(names, self._ask_all(names, params), strict=True))
-        key = "files" if group == "file" else "results"
+        answers = dict(zip(names, self._ask_all(names, params | {"k": each}), strict=True))
+        key = "files" if params["group"] == "file" else "results"
         held = sum(len(a[key]) for a, _ in answers.values() if a is not None)
         full = [n for n, (a, _) in answers.items() if a is not None and len(a[key]) >= each]
         if each < want and held < want and full:
-            answers.update(zip(full, self._ask_all(full, params | {"k": want}), strict=True))
-        return merged(query, [(n, *answers[n]) for n in names], want, group)
+            answers.update(zip(full, self._ask_all(full, params), strict=True))
+        return merged(params["query"], [(n, *answers[n]) for n in names], want, params["group"])
 
     def _ask_all(
         self, names: Sequence[str], params: dict[str, Any]
@@ -292,6 +392,9 @@ class TeamSearch:
         with self._lock:
             old = list(self._searchers.values())
             self._searchers.clear()
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
         for searcher in old:
             searcher.close()
         if self._pool is not None:
@@ -303,6 +406,36 @@ class TeamSearch:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def joined_answer(
+    found: dict[str, Any], reader: ShardReader, problems: dict[str, str], group: str = "span"
+) -> dict[str, Any]:
+    """One searcher's answer over several repositories (``Answer.to_json``, paths shown as
+    ``repo/path``) as a team answer: each result with its repository, its own path and
+    the commit it was published from; a repository that could not be read is a warning."""
+    key = "files" if group == "file" else "results"
+    rows, counts = [], dict.fromkeys(reader.repos, 0)
+    for row in found.get(key, []):
+        place, path = reader.place_of(row["path"]) or (0, row["path"])
+        version = reader.versions[place]
+        counts[version.repo] += 1
+        rows.append(row | {"repo": version.repo, "path": path, "commit": version.commit})
+    about: list[dict[str, Any]] = [
+        {"repo": v.repo, "commit": v.commit, "generation": v.generation,
+         "results": counts[v.repo], "route": found.get("route"), "took_ms": found.get("took_ms")}
+        for v in reader.versions
+    ]  # fmt: skip
+    warnings = [f"team repository {n} left out: {why}" for n, why in problems.items()]
+    about += [{"repo": n, "error": why} for n, why in problems.items()]
+    out: dict[str, Any] = {
+        "query": found.get("query"), "team": True, "ranking": "union", "repos": about,
+        "warnings": warnings + [w for w in found.get("warnings", []) if w != "no results"],
+    }  # fmt: skip
+    if group == "file":
+        out["group"] = "file"
+    out[key] = rows
+    return out
 
 
 _SHARED: dict[str, TeamSearch] = {}
@@ -350,7 +483,9 @@ def merged(
     if not lists:
         raise TeamError(f"no repository of the team store could answer ({'; '.join(errors)})")
     rows = [{k: v for k, v in r.items() if k != "repo_root"} for r in merge(lists, k, query)]
-    out: dict[str, Any] = {"query": query, "team": True, "repos": about, "warnings": warnings}
+    out: dict[str, Any] = {
+        "query": query, "team": True, "ranking": "merge", "repos": about, "warnings": warnings,
+    }  # fmt: skip
     if group == "file":
         out["group"] = "file"
     out[key] = rows
@@ -359,8 +494,10 @@ def merged(
 
 __all__ = [
     "QueryVectors",
+    "ShardCaches",
     "TeamSearch",
     "TeamSources",
+    "joined_answer",
     "merged",
     "shared_team_search",
     "team_root",
