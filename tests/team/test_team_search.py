@@ -290,3 +290,108 @@ def test_a_repository_without_vectors_leaves_the_others_dense(published, tmp_pat
         team.ask("plain", {"query": query, "k": 10})  # asked first: it has nothing to embed for
         found = team.ask("llmc-search", {"query": query, "k": 10})
     assert any(s.startswith("dense") for r in found["results"] for s in r["sources"])
+
+
+SECOND = [  # a second repository: llmc's team package and a doc
+    *sorted(p.relative_to(SOURCES) for p in (SOURCES / "llmc" / "team").glob("*.py")),
+    Path("docs/daemon-api.md"),
+]
+
+
+def _copy(files: list[Path], root: Path, under: str = "") -> None:
+    for rel in files:
+        target = root / under / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(SOURCES / rel, target)
+
+
+def test_two_repositories_are_scored_as_one_index(published, team_url, tmp_path):
+    """Several repositories read as one index: BM25 with their statistics summed scores
+    every span as a fresh tantivy index over one tree holding both (each repository a
+    top-level directory) does, and whole-file BM25 likewise. Scored on symbols and text:
+    a shard's paths (and the headers that begin with them) are its repository's own,
+    without the directory, so those fields differ from such a tree's by design."""
+    from llmc.paths import db_path, file_index_path
+    from llmc.store.db import Store
+    from llmc.store.file_lexical import FileIndex
+    from llmc.store.lexical import FIELD_BOOSTS, LexicalIndex
+    from llmc.team.lexical import ShardFiles, ShardLexical
+    from llmc.team.reader import ShardReader
+
+    second = tmp_path / "team-code"
+    _copy(SECOND, second)
+    make_repo(second, {})
+    assert CliRunner().invoke(main, ["index", str(second), "-q", "--no-vectors"]).exit_code == 0
+    _run(second, "team", "push", "--json")
+    both = tmp_path / "both"
+    _copy(CORPUS, both, "llmc-search")
+    _copy(SECOND, both, "team-code")
+    make_repo(both, {})
+    assert CliRunner().invoke(main, ["index", str(both), "-q", "--no-vectors"]).exit_code == 0
+    store = Store(db_path(both), readonly=True)
+    spans = {s.id: (s.span.path, s.span.start_line, s.span.part) for s in store.iter_spans()}
+    local = LexicalIndex(tmp_path / "lexical")
+    local.rebuild(list(store.iter_spans()), 1)
+    store.close()
+    files = FileIndex(file_index_path(both), readonly=True)
+    reader = ShardReader(psycopg.connect(team_url, autocommit=True), ["llmc-search", "team-code"])
+    team, team_files = ShardLexical(reader), ShardFiles(reader)
+    boosts = {f: b for f, b in FIELD_BOOSTS.items() if f in ("symbol", "text")}
+    try:
+        assert team.num_docs() == local.num_docs() == len(spans)
+        shown = {i: (s.span.path, s.span.start_line, s.span.part)
+                 for i, s in reader.spans_by_ids(list(team.stats().ids)).items()}  # fmt: skip
+        assert sorted(shown.values()) == sorted(spans.values())
+        for query in [*QUERIES, "publish a repository to the team store", "ShardReader"]:
+            for category in (None, "code", "doc"):
+                want = {spans[h.span_id]: h.score
+                        for h in local.search(query, 5000, category, field_boosts=boosts)}  # fmt: skip
+                got = {shown[h.span_id]: h.score
+                       for h in team.search(query, 5000, category, field_boosts=boosts)}  # fmt: skip
+                assert got.keys() == want.keys(), (query, category)
+                np.testing.assert_allclose([got[k] for k in want], list(want.values()), rtol=1e-5)
+            want_files = {m.path: m.score for m in files.search(query, 500)}
+            got_files = {m.path: m.score for m in team_files.search(query, 500)}
+            assert got_files.keys() == want_files.keys(), query
+            np.testing.assert_allclose([got_files[p] for p in want_files],
+                                       list(want_files.values()), rtol=1e-5)  # fmt: skip
+        assert any(p.startswith("team-code/") for p in got_files), "both repositories answer"
+    finally:
+        reader.close()
+
+
+def test_a_team_search_ranks_the_repositories_in_one_pass(published, tmp_path, team_url):
+    """The default ranking reads the searched repositories as one index: one searcher
+    answers; each result has its repository's own path and commit; a repository without
+    vectors leaves the others' dense retrieval on; one that is not in the store is one
+    warning while the others answer. (A repository published without vectors competes
+    with BM25 and exact matches only: publish every repository with vectors.)"""
+    root = make_repo(tmp_path / "plain", SHOP)
+    assert CliRunner().invoke(main, ["index", str(root), "-q", "--no-vectors"]).exit_code == 0
+    _run(root, "team", "push", "--json")
+    query = "how does reciprocal rank fusion combine ranked lists"
+    with _team(team_url) as team:
+        found = team.answer(query, ["plain", "llmc-search", "nope"], k=10)
+        assert found["ranking"] == "union"
+        assert list(team._searchers) == [("llmc-search", "plain")], "one searcher for both"
+        top = found["results"][0]
+        assert (top["repo"], top["path"]) == ("llmc-search", "llmc/search/fusion.py")
+        assert top["commit"] == git(published, "rev-parse", "HEAD").strip()
+        assert any(s.startswith("dense") for r in found["results"] for s in r["sources"])
+        assert any("nope left out" in w for w in found["warnings"]), found["warnings"]
+        counts = {r["repo"]: r.get("results") for r in found["repos"]}
+        assert counts["llmc-search"] == len(found["results"]) and counts["plain"] == 0
+    billing = make_repo(tmp_path / "billing", BILLING)  # with vectors, as llmc-search
+    assert CliRunner().invoke(main, ["index", str(billing), "-q"]).exit_code == 0
+    _run(billing, "team", "push", "--json")
+    with _team(team_url) as team:
+        found = team.answer("retry the invoice webhook", ["billing", "llmc-search"], k=5)
+        top = found["results"][0]
+        assert (top["repo"], top["path"], top["symbol"]) == (
+            "billing", "billing/invoice.py", "retry_invoice_webhook",
+        )  # fmt: skip
+        assert top["commit"] == git(billing, "rev-parse", "HEAD").strip()
+        files = team.answer("invoice webhook", ["billing", "llmc-search"], k=3, group="file")
+        assert (files["files"][0]["repo"], files["files"][0]["path"]) == (
+            "billing", "billing/invoice.py",
+        )  # fmt: skip
