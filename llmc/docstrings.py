@@ -29,6 +29,7 @@ _MARKUP = [
     (re.compile(r"\[([^\]]+)\]\([^)]*\)"), r"\1"),
     (re.compile(r"\|([\w-]+)\|"), r"\1"),
 ]
+_DOC_TAG = re.compile(r"(?m)^\s*@\w")  # JSDoc / Javadoc: the description ends at a tag
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(`*\"'])|(?<=[.!?])$")
 _UNDERLINE = re.compile(r"^\s*([=\-~^\"'`#*+_:.<>])\1{2,}\s*$")
 _NO_QUERY_PARTS = re.compile(
@@ -165,10 +166,37 @@ def _good_query(q: str, min_words: int) -> bool:
 
 
 def code_query(span: Span) -> str:
+    """A documented function's query: its docstring's first sentence (outside Python, the
+    doc comment's: the description before the first ``@tag`` of JSDoc or Javadoc, without
+    Go's leading name, "ParseHeader splits ..." giving the answer away)."""
     if span.kind not in ("function", "method") or span.part != 0 or not span.docstring:
         return ""
-    q = first_sentence(span.docstring)
+    if span.lang == "python":
+        q = first_sentence(span.docstring)
+    else:
+        q = first_sentence(_DOC_TAG.split(span.docstring, maxsplit=1)[0])
+        first, _, rest = q.partition(" ")
+        if span.symbol and first == span.symbol:
+            q = rest
     return q if _good_query(q, MIN_CODE_WORDS) else ""
+
+
+def strip_leading_comment(text: str) -> str:
+    """A definition without the comment block above it: the chunker keeps a C-family
+    definition's doc comment in its span (JSDoc, Javadoc, Go's and Rust's line comments)."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        if not line or line.startswith("//"):
+            i += 1
+        elif line.startswith("/*"):
+            while i < len(lines) and "*/" not in lines[i]:
+                i += 1
+            i += 1
+        else:
+            break
+    return "\n".join(lines[i:])
 
 
 def section_body(span: Span) -> str:
@@ -237,4 +265,5 @@ __all__ = [
     "first_sentence",
     "section_body",
     "strip_docstrings",
+    "strip_leading_comment",
 ]

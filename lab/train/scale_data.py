@@ -12,8 +12,9 @@ validation or test project of the protocol or an evaluation commit history is re
 (``check_clean``).
 
 ``mine`` unpacks each base and writes, under ``--out`` (a cache directory, never the
-repository or the wheel), ``<name>/pairs.jsonl`` (a docstring's first sentence → its
-function with the docstring removed, a section title or first sentence → the section, each
+repository or the wheel), ``<name>/pairs.jsonl`` (a docstring's or doc comment's first
+sentence → its function with that documentation removed, in Python, JavaScript/TypeScript,
+Go, Rust and Java; a section title or first sentence → the section, each
 with a BM25 hard negative from the same repository: ``embedder_data``'s miner),
 ``<name>/commits.jsonl`` (commit subjects of base..head → the files they changed:
 ``commit_queries``) and ``<name>/reports.jsonl`` (long commit messages and merged pull
@@ -150,10 +151,10 @@ def evaluation_hashes(eval_cache: Path) -> set[str]:
 
 def _pairs(src: Source, root: Path, dirty: set[str], seed: int) -> list:
     from lab.train.embedder_data import _headers, pairs_of
-    from llmc.learn.mine import mine_project
+    from llmc.learn.mine import CODE_LANGUAGES, mine_project
 
     rng = random.Random(f"{seed}:{src.name}")
-    mined = mine_project(src.name, root, rng, n_hard=3, n_random=1)
+    mined = mine_project(src.name, root, rng, n_hard=3, n_random=1, languages=CODE_LANGUAGES)
     path_of = {p.pid: p.path for p in mined.passages}
     mined = replace(mined, examples=[e for e in mined.examples if path_of[e.positive] not in dirty])
     return pairs_of(mined, _headers(root), rng)

@@ -26,7 +26,7 @@ import logging
 import os
 import random
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -42,6 +42,7 @@ from llmc.docstrings import (  # re-exported: train and its tests take them from
     first_sentence,
     section_body,
     strip_docstrings,
+    strip_leading_comment,
 )
 from llmc.index.chunk import chunk_file
 from llmc.index.walk import read_text, walk
@@ -53,6 +54,8 @@ log = logging.getLogger(__name__)
 
 BM25_DEPTH = 30
 HARD_POOL = 8
+PYTHON_ONLY = ("python",)  # code queries by default (the reranker's, `llmc` fine-tuning's)
+CODE_LANGUAGES = ("python", "javascript", "typescript", "tsx", "go", "rust", "java")
 
 
 @dataclass(frozen=True)
@@ -133,10 +136,12 @@ def mine_project(
     n_hard: int = 2,
     n_random: int = 1,
     max_chars: int = 2000,
+    languages: Collection[str] = PYTHON_ONLY,
 ) -> Mined:
-    """The stripped corpus of ``root`` and its examples (query, positive, negatives)."""
+    """The stripped corpus of ``root`` and its examples (query, positive, negatives); code
+    queries from the documented functions of ``languages`` (``CODE_LANGUAGES``: all)."""
     spans, files = chunk_project(root)
-    passages, stored, candidates = _passages(spans, max_chars)
+    passages, stored, candidates = _passages(spans, max_chars, languages)
     examples = _examples(name, passages, stored, candidates, rng, n_hard, n_random)
     log.info(
         "%s: %d files, %d spans, %d examples (%d code, %d doc)",
@@ -150,8 +155,16 @@ def mine_project(
     return Mined(name, passages, examples, files, len(passages))
 
 
+def _without_docs(span: Span, languages: Collection[str]) -> str:
+    """A code span's text without the documentation its query comes from (Python's
+    docstrings; the doc comment above a definition in the other ``languages``)."""
+    if span.lang == "python":
+        return strip_docstrings(span.text)
+    return strip_leading_comment(span.text) if span.lang in languages else span.text
+
+
 def _passages(
-    spans: Sequence[Span], max_chars: int
+    spans: Sequence[Span], max_chars: int, languages: Collection[str] = PYTHON_ONLY
 ) -> tuple[list[Passage], list[StoredSpan], list[tuple[str, str, int]]]:
     """Each span as the cross-encoder sees it (docstrings stripped, a section without its
     title), as BM25 indexes it, and the queries it gives (a docstring's first sentence for
@@ -172,8 +185,8 @@ def _passages(
             else:
                 text = body
         else:
-            text = strip_docstrings(span.text) if span.lang == "python" else span.text
-            if span.lang == "python" and _queries_allowed(span.path):
+            text = _without_docs(span, languages)
+            if span.lang in languages and _queries_allowed(span.path):
                 query = code_query(span)
                 kind = CODE_QUERY if query and _substantial(text) else ""
         if not text.strip():
@@ -281,6 +294,7 @@ def category_of_example(example: Example) -> str:
 
 
 __all__ = [
+    "CODE_LANGUAGES",
     "CODE_QUERY",
     "DOC_SENTENCE",
     "DOC_TITLE",

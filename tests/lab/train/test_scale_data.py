@@ -83,3 +83,37 @@ def test_pin_records_head_base_and_the_archive_hash(tmp_path):
     src = pin("someone/cookies", tmp_path / "m")
     assert src.head == src.base == git(root, "rev-parse", "HEAD").strip()
     assert src.language == "python" and len(src.archive_sha256) == 64
+
+
+def test_every_language_gives_code_pairs_without_their_doc_comments(tmp_path):
+    files = {
+        "cookie.go": "package cookie\n\n// ParseHeader splits a cookie header into its names "
+        "and values.\n// It keeps the last value of a repeated name.\nfunc ParseHeader(h string)"
+        " map[string]string {\n\tout := map[string]string{}\n\tfor _, p := range split(h) {\n"
+        "\t\tout[p] = p\n\t}\n\treturn out\n}\n",
+        "format.js": "/**\n * Render one cookie as a header value for the response.\n * @param"
+        " {string} name\n */\nfunction formatCookie(name, value) {\n  const text = name + '=';\n"
+        "  const full = text + value;\n  return full + '; Path=/';\n}\n",
+        "merge.rs": "/// Merge the settings of the user over the defaults of the app.\npub fn "
+        "merge(defaults: &str, user: &str) -> String {\n    let mut out = String::new();\n"
+        "    out.push_str(defaults);\n    out.push_str(user);\n    out\n}\n",
+        "Words.java": "class Words {\n    /**\n     * Counts the words in one line of plain "
+        'text.\n     */\n    int count(String line) {\n        String[] parts = line.split(" ");'
+        "\n        int n = parts.length;\n        return n;\n    }\n}\n",
+    }
+    root = make_repo(tmp_path / "src", files)
+    head = git(root, "rev-parse", "HEAD").strip()
+    src = Source("someone/langs", head, head, "", "go")
+    mine_source(src, root / ".git", tmp_path / "out", set())
+    pairs = [json.loads(line) for line in (tmp_path / "out" / src.name / "pairs.jsonl").open()]
+    by_query = {p["query"]: p["positive"] for p in pairs if p["kind"] == "code"}
+    want = {
+        "splits a cookie header into its names and values": "func ParseHeader",
+        "Render one cookie as a header value for the response": "function formatCookie",
+        "Merge the settings of the user over the defaults of the app": "pub fn merge",
+        "Counts the words in one line of plain text": "int count",
+    }
+    assert set(by_query) == set(want), by_query
+    for query, code in want.items():
+        assert code in by_query[query] and query not in by_query[query]
+        assert "//" not in by_query[query] and "/**" not in by_query[query]
