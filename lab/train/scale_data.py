@@ -18,13 +18,15 @@ Go, Rust and Java; a section title or first sentence → the section, each
 with a BM25 hard negative from the same repository: ``embedder_data``'s miner),
 ``<name>/commits.jsonl`` (commit subjects of base..head → the files they changed:
 ``commit_queries``) and ``<name>/reports.jsonl`` (long commit messages and merged pull
-requests → their files: ``report_queries``), and ``counts.json`` per kind and language.
+requests → their files: ``report_queries``), and ``counts.json`` per kind and language
+(each repository's too: a run again skips what is mined at the pinned commits).
 
 Decontamination, beyond names: every file of every evaluation project's unpacked archive
 and pinned snapshot under the eval cache is hashed (sha256 of its bytes); a pair whose
 answer lies in a file with one of those hashes is dropped, and such a file is never an
-answer of a commit or report query. Near duplicates (a file edited slightly) are not
-caught; the repository-name check is the line against those.
+answer of a commit or report query; nor is a file under a folder named after a reserved or
+evaluation project (a vendored copy). Near duplicates (a file edited slightly) are not
+caught; the checks by name and owner are the line against those.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import random
 import sys
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 
 MANIFEST = Path(__file__).with_name("scale_manifest.json")
@@ -87,15 +90,63 @@ def evaluation_names() -> frozenset[str]:
     return frozenset(n.replace("_", "-") for n in names)
 
 
+# owners of evaluation projects that have no pinned commit history (so no repository URL
+# in lab/protocol/commits/projects.json): their repositories are as near as the others'
+OWNERS_WITHOUT_HISTORY = {"ladjs": "superagent", "koajs": "koa", "websockets": "ws",
+                          "grantjenks": "sortedcontainers", "sethmmorton": "natsort",
+                          "axios": "axios"}  # fmt: skip
+
+
+# the owners of the reserved projects (pallets, Django, requests' psf, ...) and their authors
+RESERVED_OWNERS = frozenset({"pallets", "pallets-eco", "mitsuhiko", "django", "sympy",
+                             "matplotlib", "scikit-learn", "pytest-dev", "sphinx-doc",
+                             "astropy", "psf", "pylint-dev", "pydata", "mwaskom"})  # fmt: skip
+
+
+def evaluation_owners() -> frozenset[str]:
+    """The owners of the evaluation projects' repositories: their other repositories (a
+    library's author's next one) are kept out too, as near relatives."""
+    from lab.protocol.commits import commit_projects
+
+    owners = {cp.repo.rstrip("/").split("/")[-2].lower() for cp in commit_projects().values()}
+    return frozenset(owners | set(OWNERS_WITHOUT_HISTORY) | RESERVED_OWNERS)
+
+
+def train_split_names() -> frozenset[str]:
+    from lab.protocol.splits import protocol_projects
+
+    return frozenset(p.name.lower() for p in protocol_projects() if p.split == "train")
+
+
+def _stem(name: str) -> str:
+    """A project's name without a language's mark: markdown-it-py is markdown-it's port,
+    go-humanize humanize's."""
+    for prefix in ("python-", "py-", "node-", "go-", "rust-"):
+        name = name.removeprefix(prefix)
+    for suffix in (".js", "-js", ".py", "-py", "-go", "-rs"):
+        name = name.removesuffix(suffix)
+    return name
+
+
 def check_clean(repo: str, names: frozenset[str] | None = None) -> None:
+    """Refuse ``repo`` when its name is an evaluation or reserved project's (or names a
+    reserved one: ``flask-smorest``), or its owner owns an evaluation or reserved project
+    (unless it is a project of the protocol's train split)."""
+    from lab.train.projects import reserved_names
     from llmc.errors import TrainError
 
     owner, _, name = repo.partition("/")
     if not owner or not name or "/" in name:
         raise TrainError(f"{repo!r} is not OWNER/NAME")
-    base = name.lower().removesuffix(".js").removesuffix(".py").replace("_", "-")
-    if {name.lower().replace("_", "-"), base} & (names or evaluation_names()):
+    plain = name.lower().replace("_", "-")
+    base = _stem(plain)
+    known = names or evaluation_names()
+    if {plain, base} & (known | {_stem(n) for n in known}) or set(plain.split("-")) & set(
+        reserved_names()
+    ):
         raise TrainError(f"{repo}: an evaluation or reserved project, never trained on")
+    if owner.lower() in evaluation_owners() and not {plain, base} & train_split_names():
+        raise TrainError(f"{repo}: its owner's evaluation project is near, never trained on")
 
 
 def mirror_of(repo: str, mirrors: Path) -> Path:
@@ -149,6 +200,17 @@ def evaluation_hashes(eval_cache: Path) -> set[str]:
     return out
 
 
+def _vendored(path: str) -> bool:
+    """A file under a folder named after a reserved or evaluation project (a vendored copy,
+    ``pip/_vendor/requests/``): never an answer."""
+    return bool({part.lower() for part in Path(path).parts[:-1]} & _reserved_folders())
+
+
+@lru_cache(maxsize=1)
+def _reserved_folders() -> frozenset[str]:
+    return evaluation_names() | {n.replace("-", "_") for n in evaluation_names()}
+
+
 def _pairs(src: Source, root: Path, dirty: set[str], seed: int) -> list:
     from lab.train.embedder_data import _headers, pairs_of
     from llmc.learn.mine import CODE_LANGUAGES, mine_project
@@ -171,7 +233,7 @@ def mine_source(src: Source, git_dir: Path, out: Path, clean: set[str], seed: in
 
     root = base_snapshot(git_dir, src.base, out / "snapshots" / src.name)
     present = indexable_files(root)
-    dirty = {p for p in present if file_hash(root / p) in clean}
+    dirty = {p for p in present if file_hash(root / p) in clean or _vendored(p)}
     pairs = _pairs(src, root, dirty, seed)
     kept = present - dirty
     commits = mine_commits(git_dir, src.base, src.head, kept, max_queries=10**6)
@@ -182,15 +244,28 @@ def mine_source(src: Source, git_dir: Path, out: Path, clean: set[str], seed: in
     write_eval_queries(commits.queries, here / "commits.jsonl")
     write_eval_queries(reports.queries, here / "reports.jsonl")
     kinds = Counter(p.kind for p in pairs)
-    return {"repo": src.repo, "language": src.language, "files": len(present),
-            "contaminated_files": len(dirty), **{f"pairs:{k}": n for k, n in kinds.items()},
-            "commits": len(commits.queries), "reports": len(reports.queries)}  # fmt: skip
+    counts = {"repo": src.repo, "head": src.head, "base": src.base, "language": src.language,
+              "files": len(present), "contaminated_files": len(dirty),
+              **{f"pairs:{k}": n for k, n in kinds.items()},
+              "commits": len(commits.queries), "reports": len(reports.queries)}  # fmt: skip
+    (here / "counts.json").write_text(json.dumps(counts) + "\n", encoding="utf-8")
+    return counts
+
+
+def _mined(src: Source, out: Path) -> dict | None:
+    """``src``'s counts when ``out`` holds its mining at the pinned commits (a resumed run)."""
+    try:
+        counts = json.loads((out / src.name / "counts.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return counts if (counts.get("head"), counts.get("base")) == (src.head, src.base) else None
 
 
 def main(argv: list[str] | None = None) -> int:
     from lab.protocol.commits import mirrors_dir
     from llmc.config import load_config
     from llmc.corpora import default_cache_dir
+    from llmc.errors import LlmcError
     from llmc.eval.projects import default_cache_dir as eval_cache_dir
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -205,8 +280,17 @@ def main(argv: list[str] | None = None) -> int:
     sources = {s.repo: s for s in read_manifest()}
     if args.action == "pin":
         for repo in args.repos:
-            sources[repo] = pin(repo, mirrors)
-            print(json.dumps(asdict(sources[repo])), file=sys.stderr)
+            try:
+                src = pin(repo, mirrors)
+            except LlmcError as e:  # a mirror missing objects, a refused name: the rest go on
+                print(f"{repo}: left out: {e}", file=sys.stderr)
+                continue
+            twin = next((s.repo for s in sources.values() if s.head == src.head), None)
+            if twin is not None and twin != repo:  # a renamed repository fetched twice
+                print(f"{repo}: the same history as {twin}, left out", file=sys.stderr)
+                continue
+            sources[repo] = src
+            print(json.dumps(asdict(src)), file=sys.stderr)
         write_manifest(list(sources.values()))
         return 0
     out = args.out or default_cache_dir("train-scale")
@@ -217,9 +301,14 @@ def main(argv: list[str] | None = None) -> int:
         if only and src.repo not in only:
             continue
         check_clean(src.repo)
-        counts.append(mine_source(src, mirror_of(src.repo, mirrors), out, clean))
+        done = _mined(src, out)
+        try:
+            counts.append(done or mine_source(src, mirror_of(src.repo, mirrors), out, clean))
+        except LlmcError as e:  # a mirror missing objects: the rest go on
+            print(f"{src.repo}: not mined: {e}", file=sys.stderr)
+            continue
         print(json.dumps(counts[-1]), file=sys.stderr)
-    (out / "counts.json").write_text(json.dumps(counts, indent=1) + "\n", encoding="utf-8")
+        (out / "counts.json").write_text(json.dumps(counts, indent=1) + "\n", encoding="utf-8")
     return 0
 
 

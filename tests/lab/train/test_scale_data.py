@@ -40,6 +40,8 @@ def merge_settings(defaults, overrides):
 
 @pytest.mark.parametrize(
     "repo", ["pallets/flask", "django/django", "python-attrs/attrs", "encode/starlette",
+             "markdown-it/markdown-it", "axios/axios", "dustin/go-humanize",
+             "marshmallow-code/flask-smorest", "someone/django-extensions",
              "expressjs/express", "tj/commander.js"],
 )  # fmt: skip
 def test_evaluation_and_reserved_projects_are_refused(repo):
@@ -47,14 +49,32 @@ def test_evaluation_and_reserved_projects_are_refused(repo):
         check_clean(repo)
 
 
+@pytest.mark.parametrize(
+    "repo",
+    [
+        "davidhalter/jedi",
+        "python-jsonschema/referencing",
+        "ladjs/supertest",
+        "mitsuhiko/minijinja",
+        "psf/pyperf",
+    ],
+)
+def test_an_evaluation_projects_owner_is_refused_too(repo):
+    with pytest.raises(TrainError, match="owner"):
+        check_clean(repo)
+
+
 def test_a_repository_outside_every_split_is_allowed():
     check_clean("spf13/cobra")
     check_clean("urllib3/urllib3")  # the train split is what training reads
+    check_clean("encode/httpx")  # httpcore's owner, but a train-split project
     assert "sqlparse" in evaluation_names() and "cobra" not in evaluation_names()
 
 
 def test_mining_drops_answers_an_evaluation_project_holds(tmp_path):
     root = make_repo(tmp_path / "src", {"pkg/cookies.py": COOKIES, "pkg/shared.py": SHARED,
+                                         "pkg/_vendor/requests/api.py": COOKIES.replace(
+                                             "cookie", "request"),
                                          "README.md": "# Usage\n\nCall the functions.\n"})  # fmt: skip
     subjects = ("Strip the spaces around each cookie value", "Let user overrides win over defaults")
     for n in range(2):
@@ -68,11 +88,12 @@ def test_mining_drops_answers_an_evaluation_project_holds(tmp_path):
     git_dir = root / ".git"
     clean = {hashlib.sha256(SHARED.encode()).hexdigest()}  # an evaluation project has it
     counts = mine_source(src, git_dir, tmp_path / "out", clean)
-    assert counts["contaminated_files"] == 1
+    assert counts["contaminated_files"] == 2, "shared.py and the vendored copy of requests"
     pairs = [json.loads(line) for line in (tmp_path / "out" / src.name / "pairs.jsonl").open()]
     queries = {p["query"] for p in pairs}
     assert any("Cookie header" in q for q in queries), queries
     assert not any("settings" in q for q in queries), "shared.py's answers are dropped"
+    assert not any("request" in q.lower() for q in queries), "and the vendored file's"
     commits = [json.loads(line) for line in (tmp_path / "out" / src.name / "commits.jsonl").open()]
     assert [q["query"] for q in commits] == [f"{subjects[0]} (round {n})" for n in range(2)]
     assert {r["path"] for q in commits for r in q["relevant"]} == {"pkg/cookies.py"}
