@@ -37,6 +37,7 @@ import json
 import os
 import random
 import sys
+import tarfile
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
@@ -304,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         done = _mined(src, out)
         try:
             counts.append(done or mine_source(src, mirror_of(src.repo, mirrors), out, clean))
-        except LlmcError as e:  # a mirror missing objects: the rest go on
+        except (LlmcError, tarfile.TarError) as e:  # a mirror missing objects: the rest go on
             print(f"{src.repo}: not mined: {e}", file=sys.stderr)
             continue
         print(json.dumps(counts[-1]), file=sys.stderr)
