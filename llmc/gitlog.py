@@ -20,6 +20,7 @@ from pathlib import Path
 from llmc.errors import LearnError
 
 _REC, _SEP = "\x1e", "\x1f"
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _CONVENTIONAL = re.compile(
     r"^(?:feat|fix|docs?|refactor|perf|chore|test|tests|build|ci|style|revert|impr|enh|bug)"
@@ -142,6 +143,19 @@ def _parse_patch(patch: str) -> list[FileDiff]:
     return files
 
 
+def _records(raw: str) -> list[str]:
+    """``git log``'s output split into commits. A file's text may hold the record mark
+    itself (a repository is untrusted input): a piece that does not start with a commit
+    id is the previous commit's patch, not a commit."""
+    records: list[str] = []
+    for piece in raw.split(_REC)[1:]:
+        if records and not _SHA.fullmatch(piece.split(_SEP, 1)[0].strip()):
+            records[-1] += _REC + piece
+        else:
+            records.append(piece)
+    return records
+
+
 def read_commits(root: Path, n: int | None, rev: str = "HEAD") -> list[Commit]:
     """The ``n`` newest commits of ``rev`` (a revision or a range such as ``A..B``; every
     one when ``n`` is None) with their zero-context patches, newest first. ``root`` may be
@@ -153,7 +167,7 @@ def read_commits(root: Path, n: int | None, rev: str = "HEAD") -> list[Commit]:
         f"--format={fmt}", rev, "--",
     ).decode("utf-8", "replace")  # fmt: skip
     out = []
-    for record in raw.split(_REC)[1:]:
+    for record in _records(raw):
         parts = record.split(_SEP, 5)
         if len(parts) < 6:
             continue
@@ -162,7 +176,7 @@ def read_commits(root: Path, n: int | None, rev: str = "HEAD") -> list[Commit]:
             Commit(
                 sha=sha.strip(),
                 parents=tuple(parents.split()),
-                time=int(ct or 0),
+                time=int(ct) if ct.strip().isdigit() else 0,
                 subject=subject.strip(),
                 body=body.strip(),
                 files=tuple(_parse_patch(patch)),
