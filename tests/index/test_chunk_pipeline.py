@@ -66,7 +66,10 @@ def test_the_job_beside_runs_in_its_own_process_and_the_chunk_workers_end():
         while any(_alive(p) for p in chunkers) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not any(_alive(p) for p in chunkers)  # no idle chunk worker beside the job
-        assert {p.pid for p in multiprocessing.active_children()} == {beside}
+        # the job's process ends after its one job (max_tasks_per_child=1) and its
+        # executor may start a fresh one in its place: never a chunk worker, never two
+        children = {p.pid for p in multiprocessing.active_children()}
+        assert not children & chunkers and len(children) <= 1
         # a later batch starts chunk workers again
         again = pool.submit(_items("z", 3), cfg).results()
         assert again == [
